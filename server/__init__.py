@@ -1,0 +1,1 @@
+"""e2ee-chat relay: accounts, key directory, conversations and a websocket relay for envelopes."""

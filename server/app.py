@@ -1,0 +1,255 @@
+"""The Starlette application: the route table (read it top to bottom), REST handlers, lifespan."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from dataclasses import dataclass
+
+import msgspec
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route, WebSocketRoute
+from starlette.websockets import WebSocket
+
+from shared import keys
+from shared.b64 import b64u_decode, b64u_encode
+from shared.errors import (
+    AuthFailed,
+    Conflict,
+    E2EEError,
+    Forbidden,
+    InvalidRequest,
+    KeyInvalid,
+    LimitExceeded,
+    MalformedInput,
+    NotFound,
+    RateLimited,
+)
+
+from . import store
+from .auth import Claims, Passwords, Tokens, bearer_token, canonical_username
+from .db import create_engine, sessionmaker
+from .relay import Relay
+from .settings import Settings
+
+log = logging.getLogger("e2ee.relay.http")
+MAX_BODY_BYTES = 64 * 1024
+
+
+# -- request bodies --------------------------------------------------------------------------------
+class RegisterBody(msgspec.Struct, forbid_unknown_fields=True):
+    username: str
+    password: str
+    wrap_key: str  # b64url SPKI DER (RSA 2048-4096, e = 65537)
+    sign_key: str  # b64url SPKI DER (Ed25519)
+
+
+class LoginBody(msgspec.Struct, forbid_unknown_fields=True):
+    username: str
+    password: str
+
+
+class NewConversationBody(msgspec.Struct, forbid_unknown_fields=True):
+    title: str
+    members: list[str]
+
+
+_STATUS = {
+    AuthFailed: 401, Forbidden: 403, NotFound: 404, Conflict: 409, LimitExceeded: 413,
+    RateLimited: 429, KeyInvalid: 422, MalformedInput: 400,
+}
+
+
+def _json(data: object, status: int = 200) -> Response:
+    return Response(msgspec.json.encode(data), status, media_type="application/json")
+
+
+def _error(exc: E2EEError) -> Response:
+    status = next((s for cls, s in _STATUS.items() if isinstance(exc, cls)), 400)
+    return _json({"error": exc.as_dict()}, status)
+
+
+@dataclass
+class State:
+    settings: Settings
+    sessions: object
+    writer: store.Writer
+    tokens: Tokens
+    passwords: Passwords
+    relay: Relay
+
+
+def _state(request: Request | WebSocket) -> State:
+    return request.app.state.e2ee
+
+
+async def _body(request: Request, kind: type):
+    data = await request.body()
+    if len(data) > MAX_BODY_BYTES:
+        raise LimitExceeded(f"body over {MAX_BODY_BYTES} bytes", field="body")
+    try:
+        return msgspec.json.decode(data, type=kind)
+    except msgspec.DecodeError as exc:
+        raise InvalidRequest(f"body is not valid: {exc}", field="body") from None
+
+
+def _claims(request: Request) -> Claims:
+    token = bearer_token(request.headers.get("authorization"))
+    if token is None:
+        raise AuthFailed("Authorization: Bearer token required", field="authorization")
+    return _state(request).tokens.verify(token)
+
+
+def handler(fn):
+    """Turn project errors into JSON error responses with a log line (never with secrets)."""
+
+    async def wrapped(request: Request) -> Response:
+        try:
+            return await fn(request)
+        except E2EEError as exc:
+            log.info("%s %s refused code=%s", request.method, request.url.path, exc.code)
+            return _error(exc)
+
+    wrapped.__name__ = fn.__name__
+    return wrapped
+
+
+# -- handlers --------------------------------------------------------------------------------------
+@handler
+async def healthz(request: Request) -> Response:
+    return _json({"ok": True, "level": _state(request).settings.level})
+
+
+@handler
+async def register(request: Request) -> Response:
+    st = _state(request)
+    body = await _body(request, RegisterBody)
+    username = canonical_username(body.username)
+    try:
+        wrap = keys.load_wrap_public_key(b64u_decode(body.wrap_key, "wrap_key"), username)
+        sign = keys.load_signing_public_key(b64u_decode(body.sign_key, "sign_key"), username)
+    except E2EEError as exc:
+        raise KeyInvalid(exc.message, field=exc.field) from None
+    password_hash = await st.passwords.hash(body.password)
+    ident = keys.PublicIdentity(username, wrap, sign)
+    await st.writer.run(
+        store.add_user(username, password_hash, ident.wrap_kid, keys.spki_der(wrap),
+                       ident.sign_kid, keys.spki_der(sign))
+    )
+    log.info("registered user=%s wrap_bits=%d", username, wrap.key_size)
+    return _json({"username": username, "wrap_kid": ident.wrap_kid, "sign_kid": ident.sign_kid}, 201)
+
+
+@handler
+async def login(request: Request) -> Response:
+    st = _state(request)
+    body = await _body(request, LoginBody)
+    try:
+        username = canonical_username(body.username)
+    except InvalidRequest:
+        username = None
+    user = None
+    if username is not None:
+        async with st.sessions() as session:
+            user = await store.get_user(session, username)
+    if not await st.passwords.verify(user.password_hash if user else None, body.password):
+        log.info("login refused user=%s", username or "?")
+        raise AuthFailed("unknown user or wrong password")
+    token, exp = st.tokens.issue(user.username)
+    return _json({"token": token, "expires_at": exp, "username": user.username})
+
+
+@handler
+async def renew(request: Request) -> Response:
+    claims = _claims(request)
+    token, exp = _state(request).tokens.issue(claims.sub)
+    return _json({"token": token, "expires_at": exp, "username": claims.sub})
+
+
+@handler
+async def user_keys(request: Request) -> Response:
+    _claims(request)
+    st = _state(request)
+    username = canonical_username(request.path_params["username"])
+    async with st.sessions() as session:
+        row = await store.current_keys(session, username)
+    return _json({
+        "username": username, "wrap_key": b64u_encode(row.wrap_key), "sign_key": b64u_encode(row.sign_key),
+        "wrap_kid": row.wrap_kid, "sign_kid": row.sign_kid,
+    })
+
+
+@handler
+async def create_conversation(request: Request) -> Response:
+    claims = _claims(request)
+    st = _state(request)
+    body = await _body(request, NewConversationBody)
+    title = body.title.strip()
+    if not 1 <= len(title) <= 200 or not title.isprintable():
+        raise InvalidRequest("title: 1-200 printable characters", field="title")
+    names = {canonical_username(n) for n in body.members} | {claims.sub}
+    if not 2 <= len(names) <= st.settings.max_members:
+        raise InvalidRequest(f"a conversation has 2-{st.settings.max_members} members", field="members")
+    async with st.sessions() as session:
+        users = {n: await store.get_user(session, n) for n in sorted(names)}
+    unknown = sorted(n for n, u in users.items() if u is None)
+    if unknown:
+        raise NotFound(f"unknown users: {', '.join(unknown)}", field="members")
+    cid = await st.writer.run(store.add_conversation(users[claims.sub].id, title, [u.id for u in users.values()]))
+    log.info("conversation created conv=%s by=%s members=%d", cid, claims.sub, len(names))
+    return _json({"id": cid, "title": title, "members": sorted(names)}, 201)
+
+
+@handler
+async def list_conversations(request: Request) -> Response:
+    claims = _claims(request)
+    st = _state(request)
+    async with st.sessions() as session:
+        user = await store.get_user(session, claims.sub)
+        if user is None:
+            raise AuthFailed("token subject is unknown", field="sub")
+        return _json({"conversations": await store.conversations_of(session, user.id)})
+
+
+async def websocket(ws: WebSocket) -> None:
+    await _state(ws).relay.serve(ws)
+
+
+routes = [
+    Route("/healthz", healthz),
+    Route("/v1/accounts", register, methods=["POST"]),
+    Route("/v1/token", login, methods=["POST"]),
+    Route("/v1/token/renew", renew, methods=["POST"]),
+    Route("/v1/users/{username}/keys", user_keys),
+    Route("/v1/conversations", create_conversation, methods=["POST"]),
+    Route("/v1/conversations", list_conversations, methods=["GET"]),
+    WebSocketRoute("/v1/ws", websocket),
+]
+
+
+def create_app(settings: Settings) -> Starlette:
+    """Build the relay app. The database must be migrated before it starts (see server.cli)."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette):
+        engine = create_engine(settings.db_url, sqlite_synchronous=settings.sqlite_synchronous)
+        sessions = sessionmaker(engine)
+        writer = store.Writer(sessions)
+        writer.start()
+        tokens = Tokens(settings.resolve_jwt_secret(), settings.jwt_issuer, settings.jwt_audience,
+                        settings.token_ttl_s, settings.jwt_leeway_s)
+        passwords = Passwords(settings.argon2_time_cost, settings.argon2_memory_kib, settings.argon2_parallelism)
+        relay = Relay(settings, tokens, sessions, writer)
+        app.state.e2ee = State(settings, sessions, writer, tokens, passwords, relay)
+        log.info("relay ready level=%d db=%s", settings.level, engine.dialect.name)
+        try:
+            yield
+        finally:
+            await relay.shutdown()
+            await writer.stop()
+            await engine.dispose()
+            log.info("relay stopped")
+
+    return Starlette(routes=routes, lifespan=lifespan)

@@ -1,0 +1,156 @@
+"""Passwords (argon2id, argon2-cffi) and tokens (JWT HS256, PyJWT; RFC 7519).
+
+The JWT key is loaded once when the relay starts; the algorithm list is fixed to HS256, and
+``exp``, ``iat``, ``sub``, ``iss``, ``aud`` and ``jti`` are required. A websocket verifies its
+token once, at connect.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import secrets
+import time
+import unicodedata
+from dataclasses import dataclass
+
+import jwt
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+
+from shared.errors import AuthFailed, InvalidRequest
+
+log = logging.getLogger("e2ee.relay.auth")
+
+USERNAME_RE = re.compile(r"[a-z0-9][a-z0-9_.-]{2,31}")
+MAX_PASSWORD_CHARS = 1024
+
+
+def canonical_username(raw: str) -> str:
+    """NFKC-normalise and casefold ``raw``; require 3-32 of ``[a-z0-9_.-]``, starting alphanumeric.
+
+    Raises:
+        InvalidRequest: the result is not an acceptable username.
+    """
+    if not isinstance(raw, str):
+        raise InvalidRequest("username must be a string", field="username")
+    name = unicodedata.normalize("NFKC", raw).casefold()
+    if not USERNAME_RE.fullmatch(name):
+        raise InvalidRequest(
+            "username: 3-32 characters from a-z 0-9 _ . - starting with a letter or digit",
+            field="username",
+        )
+    return name
+
+
+class Passwords:
+    """argon2id hashing with the relay's cost settings; work runs in a thread."""
+
+    def __init__(self, time_cost: int, memory_kib: int, parallelism: int) -> None:
+        self._ph = PasswordHasher(time_cost=time_cost, memory_cost=memory_kib, parallelism=parallelism)
+        self._dummy = self._ph.hash(secrets.token_hex(16))
+
+    async def hash(self, password: str) -> str:
+        """Return the PHC-format argon2id hash of ``password``.
+
+        Raises:
+            InvalidRequest: empty or longer than 1024 characters.
+        """
+        if not isinstance(password, str) or not 0 < len(password) <= MAX_PASSWORD_CHARS:
+            raise InvalidRequest(f"password must have 1-{MAX_PASSWORD_CHARS} characters", field="password")
+        return await asyncio.to_thread(self._ph.hash, password)
+
+    async def verify(self, stored_hash: str | None, password: str) -> bool:
+        """True if ``password`` matches; a missing user still costs one hash (no timing oracle)."""
+
+        def check() -> bool:
+            try:
+                return self._ph.verify(stored_hash or self._dummy, password) and stored_hash is not None
+            except (VerificationError, InvalidHashError):
+                return False
+
+        return await asyncio.to_thread(check)
+
+
+@dataclass(frozen=True)
+class Claims:
+    """Verified token claims. ``exp`` in seconds since the epoch."""
+
+    sub: str
+    exp: int
+    jti: str
+
+
+class Tokens:
+    """Issue and verify HS256 JWTs. Keys are given once; nothing is parsed per call."""
+
+    ALGORITHMS = ("HS256",)
+
+    def __init__(self, secret: bytes, issuer: str, audience: str, ttl_s: int, leeway_s: int) -> None:
+        if len(secret) < 32:
+            raise ValueError("JWT secret must be at least 32 bytes")
+        self._secret = secret
+        self.issuer = issuer
+        self.audience = audience
+        self.ttl_s = ttl_s
+        self.leeway_s = leeway_s
+
+    def issue(self, subject: str) -> tuple[str, int]:
+        """Return ``(token, exp)`` for ``subject``; ``exp`` = now + ttl (seconds since epoch)."""
+        now = int(time.time())
+        exp = now + self.ttl_s
+        claims = {
+            "sub": subject, "iss": self.issuer, "aud": self.audience,
+            "iat": now, "nbf": now, "exp": exp, "jti": secrets.token_urlsafe(12),
+        }
+        return jwt.encode(claims, self._secret, algorithm="HS256"), exp
+
+    def verify(self, token: str) -> Claims:
+        """Verify ``token`` and return its claims.
+
+        Raises:
+            AuthFailed: with the reason (expired, wrong audience/issuer, bad signature, missing
+                claim, disallowed algorithm); the token itself is never logged or echoed.
+        """
+        if not isinstance(token, str) or not token or len(token) > 4096:
+            raise AuthFailed("token missing or too long", field="token")
+        try:
+            claims = jwt.decode(
+                token,
+                self._secret,
+                algorithms=list(self.ALGORITHMS),
+                audience=self.audience,
+                issuer=self.issuer,
+                leeway=self.leeway_s,
+                options={"require": ["exp", "iat", "sub", "iss", "aud", "jti"], "strict_aud": True},
+            )
+        except jwt.ExpiredSignatureError:
+            raise AuthFailed("token expired", field="exp") from None
+        except jwt.ImmatureSignatureError:
+            raise AuthFailed("token not yet valid", field="nbf") from None
+        except jwt.InvalidAudienceError:
+            raise AuthFailed("token audience is wrong", field="aud") from None
+        except jwt.InvalidIssuerError:
+            raise AuthFailed("token issuer is wrong", field="iss") from None
+        except jwt.MissingRequiredClaimError as exc:
+            raise AuthFailed(f"token lacks the {exc.claim!r} claim", field=exc.claim) from None
+        except jwt.InvalidAlgorithmError:
+            raise AuthFailed("token algorithm not allowed", field="alg") from None
+        except jwt.InvalidSignatureError:
+            raise AuthFailed("token signature invalid", field="signature") from None
+        except jwt.PyJWTError as exc:
+            raise AuthFailed(f"token invalid ({type(exc).__name__})", field="token") from None
+        if not isinstance(claims.get("sub"), str):
+            raise AuthFailed("token subject is not a string", field="sub")
+        return Claims(claims["sub"], int(claims["exp"]), str(claims["jti"]))
+
+
+def bearer_token(authorization: str | None) -> str | None:
+    """The token in an ``Authorization: Bearer <token>`` header value, or None."""
+    if not authorization:
+        return None
+    scheme, _, value = authorization.partition(" ")
+    if scheme.lower() != "bearer" or not value.strip():
+        return None
+    return value.strip()

@@ -1,0 +1,66 @@
+"""``e2ee-relay``: run the relay (``serve``, the default) or migrate its database (``migrate``)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+
+from .settings import Settings
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="e2ee-relay",
+        description="e2ee-chat relay. Every option can also be set as E2EE_<NAME> in the environment.",
+    )
+    p.add_argument("command", nargs="?", default="serve", choices=["serve", "migrate"])
+    for f in dataclasses.fields(Settings):
+        flag = "--" + f.name.replace("_", "-")
+        help_text = f"{f.metadata.get('help', '')} (env E2EE_{f.name.upper()})"
+        kind = f.type if isinstance(f.type, str) else f.type.__name__
+        if kind == "bool":
+            p.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction, default=None, help=help_text)
+        else:
+            conv = {"int": int, "float": float}.get(kind, str)
+            p.add_argument(flag, dest=f.name, type=conv, default=None, help=help_text)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = vars(_parser().parse_args(argv))
+    command = args.pop("command")
+    try:
+        settings = Settings.from_env(**args)
+    except ValueError as exc:
+        print(f"e2ee-relay: {exc}", file=sys.stderr)
+        return 2
+    data_dir = settings.ensure_data_dir()
+
+    from . import logs, migrate
+
+    log_config = logs.setup(data_dir, settings.log_format, settings.log_level)
+    if command == "migrate" or settings.migrate_on_start:
+        migrate.upgrade(settings.db_url)  # before the event loop starts (Alembic runs its own)
+    if command == "migrate":
+        return 0
+
+    import uvicorn
+
+    from .app import create_app
+
+    uvicorn.run(
+        create_app(settings),
+        host=settings.host,
+        port=settings.port,
+        log_config=log_config,
+        ws_max_size=settings.max_frame_bytes,
+        ws_per_message_deflate=False,
+        timeout_graceful_shutdown=5,
+        lifespan="on",
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,129 @@
+"""Database schema (SQLAlchemy 2 models) and engine set-up.
+
+The schema is created only by the Alembic migrations in ``migrations/``; these models are their
+single source. SQLite connections get WAL, a busy timeout, foreign keys and ``BEGIN IMMEDIATE``
+for write transactions (execution option ``immediate=True``).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    UniqueConstraint,
+    event,
+)
+from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+NAMING = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+
+
+class User(Base):
+    __tablename__ = "users"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    username: Mapped[str] = mapped_column(String(32), unique=True)
+    password_hash: Mapped[str] = mapped_column(String(200))
+    created_at_ms: Mapped[int] = mapped_column(BigInteger)
+
+
+class UserKey(Base):
+    """A user's published key pair (wrap + signing); ``current`` marks the one in use."""
+
+    __tablename__ = "user_keys"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    wrap_kid: Mapped[str] = mapped_column(String(43), unique=True)
+    wrap_key: Mapped[bytes] = mapped_column(LargeBinary)  # SPKI DER
+    sign_kid: Mapped[str] = mapped_column(String(43))
+    sign_key: Mapped[bytes] = mapped_column(LargeBinary)  # SPKI DER
+    current: Mapped[bool] = mapped_column(Boolean, default=True)
+    created_at_ms: Mapped[int] = mapped_column(BigInteger)
+
+
+class Conversation(Base):
+    __tablename__ = "conversations"
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    title: Mapped[str] = mapped_column(String(200))
+    created_by: Mapped[int] = mapped_column(ForeignKey("users.id"))
+    created_at_ms: Mapped[int] = mapped_column(BigInteger)
+
+
+class Member(Base):
+    __tablename__ = "members"
+    conversation_id: Mapped[str] = mapped_column(
+        ForeignKey("conversations.id", ondelete="CASCADE"), primary_key=True
+    )
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), primary_key=True)
+    joined_at_ms: Mapped[int] = mapped_column(BigInteger)
+    __table_args__ = (Index("ix_members_user_id", "user_id"),)
+
+
+class Message(Base):
+    """A stored envelope. ``seq`` is the relay-assigned cursor; (sender, mid) is unique."""
+
+    __tablename__ = "messages"
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    conversation_id: Mapped[str] = mapped_column(ForeignKey("conversations.id", ondelete="CASCADE"))
+    sender_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
+    mid: Mapped[str] = mapped_column(String(22))
+    envelope: Mapped[bytes] = mapped_column(LargeBinary)
+    size: Mapped[int] = mapped_column(Integer)
+    created_at_ms: Mapped[int] = mapped_column(BigInteger)
+    __table_args__ = (
+        UniqueConstraint("sender_id", "mid", name="uq_messages_sender_mid"),
+        Index("ix_messages_conversation_seq", "conversation_id", "seq"),
+    )
+
+
+class Delivery(Base):
+    """One row per (recipient, message): the recipient's inbox, read by cursor ``seq``."""
+
+    __tablename__ = "deliveries"
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), primary_key=True)
+    seq: Mapped[int] = mapped_column(ForeignKey("messages.seq", ondelete="CASCADE"), primary_key=True)
+    acked_at_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+
+
+def create_engine(url: str, *, sqlite_synchronous: str = "FULL") -> AsyncEngine:
+    """Create the async engine for ``url`` with this project's per-connection settings."""
+    engine = create_async_engine(url, pool_pre_ping=False)
+    if engine.dialect.name == "sqlite":
+        sync = engine.sync_engine
+
+        @event.listens_for(sync, "connect")
+        def _on_connect(dbapi_conn, _record) -> None:
+            dbapi_conn.isolation_level = None  # we emit BEGIN ourselves (below)
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA busy_timeout=10000")
+            cur.execute("PRAGMA foreign_keys=ON")
+            cur.execute(f"PRAGMA synchronous={sqlite_synchronous}")
+            cur.close()
+
+        @event.listens_for(sync, "begin")
+        def _on_begin(conn) -> None:
+            immediate = conn.get_execution_options().get("immediate", False)
+            conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+    return engine
+
+
+def sessionmaker(engine: AsyncEngine) -> async_sessionmaker:
+    return async_sessionmaker(engine, expire_on_commit=False)

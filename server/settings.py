@@ -1,0 +1,130 @@
+"""The relay's one settings object, fed by defaults, ``E2EE_*`` environment variables and flags."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import secrets
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+import platformdirs
+
+from shared.envelope import DEFAULT_MAX_ENVELOPE_BYTES, DEFAULT_MAX_RECIPIENTS
+
+
+def _default_data_dir() -> str:
+    return platformdirs.user_data_dir("e2ee-relay", appauthor=False)
+
+
+@dataclass
+class Settings:
+    """Relay settings. Every field can be set by the flag ``--name-with-dashes`` or the
+    environment variable ``E2EE_NAME_IN_CAPS``; flags win over the environment."""
+
+    host: str = field(default="127.0.0.1", metadata={"help": "address to listen on"})
+    port: int = field(default=8765, metadata={"help": "TCP port"})
+    data_dir: str = field(default_factory=_default_data_dir, metadata={"help": "folder for db, secret, log"})
+    database_url: str = field(
+        default="", metadata={"help": "SQLAlchemy async URL; default sqlite+aiosqlite in data_dir"}
+    )
+    level: int = field(default=4, metadata={"help": "security level 1-4 (1-3 need --demo-level)"})
+    demo_level: bool = field(
+        default=False, metadata={"help": "confirm that a level below 4 is a demonstration"}
+    )
+    migrate_on_start: bool = field(default=True, metadata={"help": "run Alembic upgrade at start"})
+    jwt_secret: str = field(
+        default="", metadata={"help": "HS256 secret; default: generated into data_dir/jwt.secret"}
+    )
+    jwt_issuer: str = field(default="e2ee-chat-relay", metadata={"help": "JWT iss"})
+    jwt_audience: str = field(default="e2ee-chat", metadata={"help": "JWT aud"})
+    token_ttl_s: int = field(default=900, metadata={"help": "JWT lifetime in seconds (max 900)"})
+    jwt_leeway_s: int = field(default=2, metadata={"help": "clock leeway for exp/nbf, seconds (max 5)"})
+    max_envelope_bytes: int = field(
+        default=DEFAULT_MAX_ENVELOPE_BYTES, metadata={"help": "largest envelope accepted, bytes"}
+    )
+    max_recipients: int = field(default=DEFAULT_MAX_RECIPIENTS, metadata={"help": "most recipients"})
+    max_members: int = field(default=256, metadata={"help": "most members in a conversation"})
+    send_queue_frames: int = field(
+        default=1024, metadata={"help": "per-connection send queue bound; a reader past it is dropped"}
+    )
+    send_queue_bytes: int = field(
+        default=8 * 1024 * 1024, metadata={"help": "per-connection send queue bound in bytes"}
+    )
+    max_inflight_sends: int = field(default=64, metadata={"help": "unacked sends per connection"})
+    auth_timeout_s: float = field(default=5.0, metadata={"help": "time to authenticate a websocket"})
+    argon2_time_cost: int = field(default=3, metadata={"help": "argon2id passes"})
+    argon2_memory_kib: int = field(default=65536, metadata={"help": "argon2id memory, KiB"})
+    argon2_parallelism: int = field(default=4, metadata={"help": "argon2id lanes"})
+    sqlite_synchronous: str = field(default="FULL", metadata={"help": "SQLite synchronous pragma"})
+    log_format: str = field(default="plain", metadata={"help": "plain or json"})
+    log_level: str = field(default="INFO", metadata={"help": "logging level"})
+
+    def __post_init__(self) -> None:
+        if self.level not in (1, 2, 3, 4):
+            raise ValueError("level must be 1, 2, 3 or 4")
+        if self.level < 4 and not self.demo_level:
+            raise ValueError("levels 1-3 are demonstrations: add --demo-level to confirm")
+        if self.level < 4:
+            raise ValueError("levels 1-3 are not implemented yet (issue #4)")
+        if not 0 < self.token_ttl_s <= 900:
+            raise ValueError("token_ttl_s must be in 1..900")
+        if not 0 <= self.jwt_leeway_s <= 5:
+            raise ValueError("jwt_leeway_s must be in 0..5")
+        if self.log_format not in ("plain", "json"):
+            raise ValueError("log_format must be plain or json")
+
+    @property
+    def data_path(self) -> Path:
+        return Path(self.data_dir)
+
+    @property
+    def db_url(self) -> str:
+        """The database URL in use (SQLite file in ``data_dir`` unless ``database_url`` is set)."""
+        return self.database_url or f"sqlite+aiosqlite:///{self.data_path / 'relay.db'}"
+
+    @property
+    def max_frame_bytes(self) -> int:
+        """Largest websocket frame accepted: an envelope plus 4 KiB of frame fields."""
+        return self.max_envelope_bytes + 4096
+
+    def ensure_data_dir(self) -> Path:
+        self.data_path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return self.data_path
+
+    def resolve_jwt_secret(self) -> bytes:
+        """The HS256 secret: ``jwt_secret`` or ``data_dir/jwt.secret`` (32 random bytes, 0600)."""
+        if self.jwt_secret:
+            return self.jwt_secret.encode()
+        path = self.ensure_data_dir() / "jwt.secret"
+        try:
+            return bytes.fromhex(path.read_text().strip())
+        except FileNotFoundError:
+            secret = secrets.token_bytes(32)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(secret.hex())
+            return secret
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None, **overrides) -> Settings:
+        """Build settings from ``E2EE_*`` variables, then ``overrides`` (non-None values win)."""
+        environ = os.environ if environ is None else environ
+        values: dict[str, object] = {}
+        for f in fields(cls):
+            raw = environ.get(f"E2EE_{f.name.upper()}")
+            if raw is not None:
+                values[f.name] = _convert(f, raw)
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)
+
+
+def _convert(f: dataclasses.Field, raw: str) -> object:
+    kind = f.type if isinstance(f.type, str) else f.type.__name__
+    if kind == "bool":
+        return raw.strip().lower() in ("1", "true", "yes", "on")
+    if kind == "int":
+        return int(raw)
+    if kind == "float":
+        return float(raw)
+    return raw

@@ -1,0 +1,293 @@
+"""Storage: repository functions over the models, and the single writer path (group commit).
+
+Reads use short sessions of their own. Every write goes through :class:`Writer`, one asyncio task
+that takes all writes queued at that moment and commits them in one transaction (group commit).
+If a batch fails, each write in it is retried alone so one bad write never fails another.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from sqlalchemy import and_, select, update
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from shared.b64 import b64u_encode
+from shared.errors import Conflict, NotFound
+
+from .db import Conversation, Delivery, Member, Message, User, UserKey
+
+log = logging.getLogger("e2ee.relay.store")
+T = TypeVar("T")
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+# -- reads -----------------------------------------------------------------------------------------
+async def get_user(session: AsyncSession, username: str) -> User | None:
+    return (await session.execute(select(User).where(User.username == username))).scalar_one_or_none()
+
+
+async def current_keys(session: AsyncSession, username: str) -> UserKey:
+    """The current key row of ``username``.
+
+    Raises:
+        NotFound: no such user.
+    """
+    row = (
+        await session.execute(
+            select(UserKey)
+            .join(User, User.id == UserKey.user_id)
+            .where(User.username == username, UserKey.current.is_(True))
+        )
+    ).scalar_one_or_none()
+    if row is None:
+        raise NotFound(f"no user {username!r}", field="username")
+    return row
+
+
+@dataclass(frozen=True)
+class MemberKey:
+    user_id: int
+    username: str
+    wrap_kid: str | None  # None: the member has published no key
+
+
+async def member_keys(session: AsyncSession, conversation_id: str) -> list[MemberKey]:
+    """Members of a conversation with their current wrap key ids."""
+    rows = await session.execute(
+        select(User.id, User.username, UserKey.wrap_kid)
+        .join(Member, Member.user_id == User.id)
+        .outerjoin(UserKey, and_(UserKey.user_id == User.id, UserKey.current.is_(True)))
+        .where(Member.conversation_id == conversation_id)
+        .order_by(User.username)
+    )
+    return [MemberKey(uid, name, kid) for uid, name, kid in rows]
+
+
+async def conversations_of(session: AsyncSession, user_id: int) -> list[dict[str, Any]]:
+    """Conversations ``user_id`` belongs to: ``[{"id", "title", "members": [usernames]}]``."""
+    convs = (
+        await session.execute(
+            select(Conversation)
+            .join(Member, Member.conversation_id == Conversation.id)
+            .where(Member.user_id == user_id)
+            .order_by(Conversation.created_at_ms)
+        )
+    ).scalars().all()
+    out = []
+    for c in convs:
+        out.append({"id": c.id, "title": c.title, "members": [m.username for m in await member_keys(session, c.id)]})
+    return out
+
+
+@dataclass(frozen=True)
+class StoredMessage:
+    seq: int
+    conversation_id: str
+    sender: str
+    envelope: bytes
+
+
+async def sync_page(session: AsyncSession, user_id: int, after: int, limit: int) -> list[StoredMessage]:
+    """Up to ``limit`` messages for ``user_id`` with ``seq > after``, in ``seq`` order."""
+    rows = await session.execute(
+        select(Message.seq, Message.conversation_id, User.username, Message.envelope)
+        .join(Delivery, Delivery.seq == Message.seq)
+        .join(User, User.id == Message.sender_id)
+        .where(Delivery.user_id == user_id, Delivery.seq > after)
+        .order_by(Delivery.seq)
+        .limit(limit)
+    )
+    return [StoredMessage(*r) for r in rows]
+
+
+# -- writes (run inside the Writer's transaction) ---------------------------------------------------
+def add_user(
+    username: str, password_hash: str,
+    wrap_kid: str, wrap_der: bytes, sign_kid: str, sign_der: bytes,
+) -> Callable[[AsyncSession], Awaitable[int]]:
+    """A write op creating a user with its first keys; returns the user id.
+
+    Raises (when run):
+        Conflict: the username or the wrap key is taken.
+    """
+
+    async def op(s: AsyncSession) -> int:
+        if await get_user(s, username) is not None:
+            raise Conflict(f"username {username!r} is taken", field="username")
+        if (await s.execute(select(UserKey.id).where(UserKey.wrap_kid == wrap_kid))).first():
+            raise Conflict("this wrap key is already registered", field="wrap_key")
+        user = User(username=username, password_hash=password_hash, created_at_ms=now_ms())
+        s.add(user)
+        await s.flush()
+        s.add(UserKey(
+            user_id=user.id, wrap_kid=wrap_kid, wrap_key=wrap_der, sign_kid=sign_kid,
+            sign_key=sign_der, current=True, created_at_ms=now_ms(),
+        ))
+        return user.id
+
+    return op
+
+
+def add_conversation(creator_id: int, title: str, member_ids: list[int]) -> Callable[[AsyncSession], Awaitable[str]]:
+    """A write op creating a conversation (random 128-bit id) with its members; returns the id."""
+
+    async def op(s: AsyncSession) -> str:
+        cid = b64u_encode(secrets.token_bytes(16))
+        t = now_ms()
+        s.add(Conversation(id=cid, title=title, created_by=creator_id, created_at_ms=t))
+        await s.flush()
+        s.add_all(Member(conversation_id=cid, user_id=uid, joined_at_ms=t) for uid in sorted(set(member_ids)))
+        return cid
+
+    return op
+
+
+@dataclass(frozen=True)
+class StoreResult:
+    seq: int
+    duplicate: bool
+
+
+def add_message(
+    conversation_id: str, sender_id: int, mid: str, envelope: bytes, recipient_ids: list[int]
+) -> Callable[[AsyncSession], Awaitable[StoreResult]]:
+    """A write op storing an envelope and one delivery row per recipient.
+
+    Idempotent: the same (sender, mid) again returns the first ``seq`` with ``duplicate=True``.
+    """
+
+    async def op(s: AsyncSession) -> StoreResult:
+        existing = (
+            await s.execute(select(Message.seq).where(Message.sender_id == sender_id, Message.mid == mid))
+        ).scalar_one_or_none()
+        if existing is not None:
+            return StoreResult(existing, True)
+        msg = Message(
+            conversation_id=conversation_id, sender_id=sender_id, mid=mid, envelope=envelope,
+            size=len(envelope), created_at_ms=now_ms(),
+        )
+        s.add(msg)
+        await s.flush()
+        s.add_all(Delivery(user_id=uid, seq=msg.seq) for uid in recipient_ids)
+        return StoreResult(msg.seq, False)
+
+    return op
+
+
+def ack_up_to(user_id: int, seq: int) -> Callable[[AsyncSession], Awaitable[list[tuple[int, int]]]]:
+    """A write op marking ``user_id``'s deliveries with ``seq <= seq`` acknowledged.
+
+    Returns ``[(seq, sender_id)]`` newly acknowledged (for delivered receipts).
+    """
+
+    async def op(s: AsyncSession) -> list[tuple[int, int]]:
+        rows = (
+            await s.execute(
+                select(Delivery.seq, Message.sender_id)
+                .join(Message, Message.seq == Delivery.seq)
+                .where(Delivery.user_id == user_id, Delivery.seq <= seq, Delivery.acked_at_ms.is_(None))
+                .order_by(Delivery.seq)
+                .limit(1000)
+            )
+        ).all()
+        if rows:
+            await s.execute(
+                update(Delivery)
+                .where(Delivery.user_id == user_id, Delivery.seq.in_([r[0] for r in rows]))
+                .values(acked_at_ms=now_ms())
+            )
+        return [(r[0], r[1]) for r in rows]
+
+    return op
+
+
+# -- the writer -------------------------------------------------------------------------------------
+WriteOp = Callable[[AsyncSession], Awaitable[Any]]
+
+
+class Writer:
+    """The single write path. ``await writer.run(op)`` returns after ``op`` is committed.
+
+    Ops queued while a transaction runs are committed together in the next one (group commit,
+    at most ``max_batch`` ops). On SQLite the transaction starts with BEGIN IMMEDIATE.
+    """
+
+    def __init__(self, sessions: async_sessionmaker, max_batch: int = 256) -> None:
+        self._sessions = sessions
+        self._queue: asyncio.Queue[tuple[WriteOp, asyncio.Future]] = asyncio.Queue()
+        self._max_batch = max_batch
+        self._task: asyncio.Task | None = None
+        self.batches = 0
+        self.ops = 0
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._loop(), name="db-writer")
+
+    async def stop(self) -> None:
+        """Finish what is queued, then stop."""
+        if self._task is None:
+            return
+        await self._queue.join()
+        self._task.cancel()
+        try:
+            await self._task
+        except asyncio.CancelledError:
+            pass
+        self._task = None
+
+    async def run(self, op: Callable[[AsyncSession], Awaitable[T]]) -> T:
+        """Queue ``op`` and wait until its transaction committed; re-raises what ``op`` raised."""
+        fut: asyncio.Future = asyncio.get_running_loop().create_future()
+        await self._queue.put((op, fut))
+        return await fut
+
+    async def _loop(self) -> None:
+        while True:
+            batch = [await self._queue.get()]
+            while len(batch) < self._max_batch:
+                try:
+                    batch.append(self._queue.get_nowait())
+                except asyncio.QueueEmpty:
+                    break
+            try:
+                await self._commit(batch)
+            finally:
+                for _ in batch:
+                    self._queue.task_done()
+
+    async def _transaction(self, batch: list[tuple[WriteOp, asyncio.Future]]) -> list[Any]:
+        async with self._sessions() as session:
+            await session.connection(execution_options={"immediate": True})
+            results = [await op(session) for op, _ in batch]
+            await session.commit()
+            return results
+
+    async def _commit(self, batch: list[tuple[WriteOp, asyncio.Future]]) -> None:
+        live = [(op, fut) for op, fut in batch if not fut.cancelled()]
+        if not live:
+            return
+        try:
+            results = await self._transaction(live)
+        except Exception as exc:  # noqa: BLE001 - each error goes to the caller that queued it
+            if len(live) > 1:  # find the culprit: each op alone, so the others still commit
+                for item in live:
+                    await self._commit([item])
+                return
+            if not live[0][1].done():
+                live[0][1].set_exception(exc)
+            return
+        self.batches += 1
+        self.ops += len(live)
+        for (_, fut), result in zip(live, results, strict=True):
+            if not fut.done():
+                fut.set_result(result)

@@ -1,0 +1,422 @@
+"""The L4 end-to-end envelope: JWE General JSON Serialization with a sender signature.
+
+Format (docs/PROTOCOL.md §4 is the normative text)::
+
+    {
+      "protected":  b64url(UTF-8 JSON protected header),
+      "recipients": [{"header": {"kid": <recipient wrap key id>}, "encrypted_key": b64url}, ...],
+      "iv":         b64url(12-byte AES-GCM nonce),
+      "ciphertext": b64url(AES-256-GCM ciphertext),
+      "tag":        b64url(16-byte GCM tag),
+      "sig":        b64url(64-byte Ed25519 signature)
+    }
+
+* Content encryption: ``enc`` = ``A256GCM`` (RFC 7518 §5.3) under a fresh random 32-byte CEK per
+  message and a random 96-bit nonce; AAD = ASCII of the ``protected`` member (RFC 7516 §5.1 step 14).
+* Key wrap: ``alg`` = ``RSA-OAEP-256`` (RSA-OAEP, SHA-256, MGF1-SHA-256, empty label;
+  RFC 7518 §4.3, RFC 8017 §7.1), one entry per recipient, in the order of the header's ``rkids``.
+* Signature: Ed25519 (RFC 8032) over the ASCII bytes
+  ``"e2ee-chat/v1/sig." + protected + "." + ek_1 + "," + ... + ek_n + "." + iv + "." + ciphertext
+  + "." + tag`` (each part the exact base64url text transmitted).
+
+Use :func:`seal` and :func:`open`; the primitives are private to this module and no caller chooses
+a CEK or a nonce.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import msgspec
+from cryptography.exceptions import InvalidSignature, InvalidTag
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import ed25519, padding
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from .b64 import b64u_decode, b64u_encode
+from .errors import (
+    ConversationMismatch,
+    DecryptionFailed,
+    EnvelopeMalformed,
+    EnvelopeTooLarge,
+    NonceInvalid,
+    NotARecipient,
+    RecipientListInvalid,
+    SenderMismatch,
+    SignatureInvalid,
+    TagInvalid,
+    TooManyRecipients,
+    UnknownSenderKey,
+    UnsupportedAlgorithm,
+    UnwrapFailed,
+)
+from .keys import KEY_ID_LEN, Identity, PublicIdentity, key_id
+
+ALG = "RSA-OAEP-256"
+ENC = "A256GCM"
+TYP = "e2ee-chat/msg"
+CTY = "text/plain;charset=utf-8"
+VERSION = 1
+SIG_CONTEXT = b"e2ee-chat/v1/sig"
+
+CEK_BYTES = 32
+NONCE_BYTES = 12
+TAG_BYTES = 16
+MESSAGE_ID_BYTES = 16
+SIGNATURE_BYTES = 64
+
+DEFAULT_MAX_ENVELOPE_BYTES = 256 * 1024
+"""Default limit on a serialized envelope, in bytes (the relay announces its own in ``hello``)."""
+DEFAULT_MAX_RECIPIENTS = 256
+MAX_ID_CHARS = 64  # conversation ids and usernames in the header
+
+_OAEP = padding.OAEP(mgf=padding.MGF1(algorithm=hashes.SHA256()), algorithm=hashes.SHA256(), label=None)
+
+
+class Header(msgspec.Struct, forbid_unknown_fields=True):
+    """The protected header (JSON object; all members required).
+
+    Attributes:
+        alg: "RSA-OAEP-256".  enc: "A256GCM".  typ: "e2ee-chat/msg".  cty: content type.
+        v: format version (1).
+        mid: message id, base64url of 16 random bytes (22 chars).
+        cid: conversation id (1-64 chars).
+        snd: sender username.
+        skid: key id of the sender's Ed25519 signing key.
+        ts: sent-at, Unix time in ms (sender's clock).
+        ctr: per-sender-per-conversation counter, 1, 2, 3 ... (gaps and replays are visible).
+        rkids: the recipients' wrap key ids, in the order of ``recipients``.
+    """
+
+    alg: str
+    enc: str
+    typ: str
+    cty: str
+    v: int
+    mid: str
+    cid: str
+    snd: str
+    skid: str
+    ts: int
+    ctr: int
+    rkids: list[str]
+
+
+class _RecipientHeader(msgspec.Struct, forbid_unknown_fields=True):
+    kid: str
+
+
+class _Recipient(msgspec.Struct, forbid_unknown_fields=True):
+    header: _RecipientHeader
+    encrypted_key: str
+
+
+class _Envelope(msgspec.Struct, forbid_unknown_fields=True):
+    protected: str
+    recipients: list[_Recipient]
+    iv: str
+    ciphertext: str
+    tag: str
+    sig: str
+
+
+_envelope_decoder = msgspec.json.Decoder(_Envelope)
+_header_decoder = msgspec.json.Decoder(Header)
+_encoder = msgspec.json.Encoder()
+
+
+@dataclass(frozen=True)
+class ParsedEnvelope:
+    """An envelope whose shape, sizes and encodings were checked; nothing was decrypted.
+
+    Attributes:
+        header: the decoded protected header.
+        raw: the envelope as received (bytes).
+        message_id: ``header.mid`` decoded (16 bytes).
+    """
+
+    header: Header
+    raw: bytes
+    message_id: bytes
+    _env: _Envelope
+
+    @property
+    def recipient_kids(self) -> list[str]:
+        """Recipient wrap key ids in envelope order (equal to ``header.rkids``)."""
+        return self.header.rkids
+
+
+@dataclass(frozen=True)
+class Opened:
+    """Result of :func:`open`.
+
+    Attributes:
+        plaintext: the decrypted bytes (UTF-8 text for ``cty`` text/plain).
+        header: the verified protected header (sender, conversation, ids, counter, time).
+    """
+
+    plaintext: bytes
+    header: Header
+
+    @property
+    def text(self) -> str:
+        """The plaintext decoded as UTF-8 (invalid sequences replaced)."""
+        return self.plaintext.decode("utf-8", "replace")
+
+
+def _check_id(value: str, field: str) -> None:
+    if not value or len(value) > MAX_ID_CHARS or not value.isprintable():
+        raise EnvelopeMalformed(f"{field}: must be 1-{MAX_ID_CHARS} printable characters", field=field)
+
+
+def _check_kid(kid: str, field: str) -> None:
+    if len(kid) != KEY_ID_LEN:
+        raise EnvelopeMalformed(f"{field}: a key id is {KEY_ID_LEN} base64url characters", field=field)
+    b64u_decode(kid, field)
+
+
+def parse(
+    data: bytes,
+    *,
+    max_bytes: int = DEFAULT_MAX_ENVELOPE_BYTES,
+    max_recipients: int = DEFAULT_MAX_RECIPIENTS,
+) -> ParsedEnvelope:
+    """Check an envelope's size, shape and encodings without any cryptography.
+
+    Used by the relay on every send and by :func:`open` before any crypto runs.
+
+    Args:
+        data: the serialized envelope (UTF-8 JSON bytes).
+        max_bytes: size limit in bytes, checked first.
+        max_recipients: limit on ``recipients``.
+
+    Raises:
+        EnvelopeTooLarge, TooManyRecipients, EnvelopeMalformed (and its subclasses
+        Base64Invalid, NonceInvalid, TagInvalid, UnsupportedAlgorithm, RecipientListInvalid).
+    """
+    if len(data) > max_bytes:
+        raise EnvelopeTooLarge(f"envelope is {len(data)} bytes; limit {max_bytes}", field="envelope")
+    try:
+        env = _envelope_decoder.decode(data)
+    except msgspec.DecodeError as exc:
+        raise EnvelopeMalformed(f"envelope is not valid: {exc}", field="envelope") from None
+    if not env.recipients:
+        raise RecipientListInvalid("envelope has no recipients", field="recipients")
+    if len(env.recipients) > max_recipients:
+        raise TooManyRecipients(
+            f"{len(env.recipients)} recipients; limit {max_recipients}", field="recipients"
+        )
+    try:
+        header = _header_decoder.decode(b64u_decode(env.protected, "protected"))
+    except msgspec.DecodeError as exc:
+        raise EnvelopeMalformed(f"protected header is not valid: {exc}", field="protected") from None
+    if header.alg != ALG or header.enc != ENC:
+        raise UnsupportedAlgorithm(f"alg/enc must be {ALG}/{ENC}", field="alg")
+    if header.typ != TYP or header.v != VERSION:
+        raise UnsupportedAlgorithm(f"typ/v must be {TYP}/{VERSION}", field="v")
+    if header.cty != CTY:
+        raise UnsupportedAlgorithm(f"cty must be {CTY}", field="cty")
+    mid = b64u_decode(header.mid, "mid")
+    if len(mid) != MESSAGE_ID_BYTES:
+        raise EnvelopeMalformed("mid: must encode 16 bytes", field="mid")
+    _check_id(header.cid, "cid")
+    _check_id(header.snd, "snd")
+    _check_kid(header.skid, "skid")
+    if header.ts < 0 or header.ctr < 1:
+        raise EnvelopeMalformed("ts must be >= 0 and ctr >= 1", field="ctr")
+    kids = [r.header.kid for r in env.recipients]
+    if kids != header.rkids:
+        raise RecipientListInvalid("recipient key ids differ from the protected rkids", field="recipients")
+    if len(set(kids)) != len(kids):
+        raise RecipientListInvalid("a recipient key id appears twice", field="recipients")
+    for kid in kids:
+        _check_kid(kid, "kid")
+    if len(b64u_decode(env.iv, "iv")) != NONCE_BYTES:
+        raise NonceInvalid(f"iv must be {NONCE_BYTES} bytes", field="iv")
+    if len(b64u_decode(env.tag, "tag")) != TAG_BYTES:
+        raise TagInvalid(f"tag must be {TAG_BYTES} bytes", field="tag")
+    if len(b64u_decode(env.sig, "sig")) != SIGNATURE_BYTES:
+        raise SignatureInvalid(f"sig must be {SIGNATURE_BYTES} bytes", field="sig")
+    b64u_decode(env.ciphertext, "ciphertext")
+    for r in env.recipients:
+        b64u_decode(r.encrypted_key, "encrypted_key")
+    return ParsedEnvelope(header, data, mid, env)
+
+
+def _signing_input(env: _Envelope) -> bytes:
+    keys = ",".join(r.encrypted_key for r in env.recipients)
+    return ".".join((SIG_CONTEXT.decode(), env.protected, keys, env.iv, env.ciphertext, env.tag)).encode()
+
+
+def _seal_with(
+    plaintext: bytes,
+    sender: Identity,
+    conversation: str,
+    recipients: Sequence[PublicIdentity],
+    *,
+    counter: int,
+    cek: bytes,
+    iv: bytes,
+    message_id: bytes,
+    sent_at_ms: int,
+    max_bytes: int,
+    max_recipients: int,
+) -> bytes:
+    # Test-only seam (known-answer vectors inject cek, iv, message_id, sent_at_ms). Not public API.
+    if not recipients:
+        raise RecipientListInvalid("at least one recipient is required", field="recipients")
+    if len(recipients) > max_recipients:
+        raise TooManyRecipients(f"{len(recipients)} recipients; limit {max_recipients}", field="recipients")
+    kids = [r.wrap_kid for r in recipients]
+    if len(set(kids)) != len(kids):
+        raise RecipientListInvalid("a recipient key appears twice", field="recipients")
+    _check_id(conversation, "cid")
+    if counter < 1:
+        raise EnvelopeMalformed("counter must be >= 1", field="ctr")
+    # Size check before any RSA work: ciphertext grows the text by 4/3, each wrapped key is fixed.
+    estimate = (len(plaintext) * 4 + 2) // 3 + sum(r.wrap_key.key_size // 6 + 70 for r in recipients)
+    if estimate > max_bytes:
+        raise EnvelopeTooLarge(f"envelope would be ~{estimate} bytes; limit {max_bytes}", field="plaintext")
+    header = Header(
+        alg=ALG, enc=ENC, typ=TYP, cty=CTY, v=VERSION, mid=b64u_encode(message_id), cid=conversation,
+        snd=sender.username, skid=sender.sign_kid, ts=sent_at_ms, ctr=counter, rkids=kids,
+    )
+    protected = b64u_encode(_encoder.encode(header))
+    sealed = AESGCM(cek).encrypt(iv, plaintext, protected.encode("ascii"))
+    env = _Envelope(
+        protected=protected,
+        recipients=[
+            _Recipient(_RecipientHeader(r.wrap_kid), b64u_encode(r.wrap_key.encrypt(cek, _OAEP)))
+            for r in recipients
+        ],
+        iv=b64u_encode(iv),
+        ciphertext=b64u_encode(sealed[:-TAG_BYTES]),
+        tag=b64u_encode(sealed[-TAG_BYTES:]),
+        sig="",
+    )
+    env.sig = b64u_encode(sender.sign_private.sign(_signing_input(env)))
+    data = _encoder.encode(env)
+    if len(data) > max_bytes:
+        raise EnvelopeTooLarge(f"envelope is {len(data)} bytes; limit {max_bytes}", field="plaintext")
+    return data
+
+
+def seal(
+    plaintext: bytes | str,
+    sender: Identity,
+    conversation: str,
+    recipients: Sequence[PublicIdentity],
+    *,
+    counter: int,
+    max_bytes: int = DEFAULT_MAX_ENVELOPE_BYTES,
+    max_recipients: int = DEFAULT_MAX_RECIPIENTS,
+) -> bytes:
+    """Encrypt ``plaintext`` once and wrap its key for each recipient; sign as ``sender``.
+
+    Draws a fresh 32-byte CEK and a 12-byte nonce (os.urandom), encrypts with AES-256-GCM using
+    the protected header as AAD, wraps the CEK with RSA-OAEP-256 for every recipient (include the
+    sender to read one's own messages on other devices) and signs with Ed25519.
+
+    Args:
+        plaintext: message bytes, or text (encoded as UTF-8).
+        sender: the sender's private identity.
+        conversation: conversation id (1-64 printable characters).
+        recipients: the recipients' public identities, in the order they appear in the envelope.
+        counter: this sender's message counter in this conversation (1, 2, ...).
+        max_bytes: limit on the serialized envelope in bytes (the relay's ``max_envelope``).
+        max_recipients: limit on the number of recipients.
+
+    Returns:
+        The serialized envelope, UTF-8 JSON bytes (RFC 7516 §7.2.1 General JSON plus ``sig``).
+
+    Raises:
+        EnvelopeTooLarge, TooManyRecipients, RecipientListInvalid, EnvelopeMalformed.
+    """
+    if isinstance(plaintext, str):
+        plaintext = plaintext.encode("utf-8")
+    return _seal_with(
+        plaintext, sender, conversation, recipients, counter=counter,
+        cek=AESGCM.generate_key(bit_length=256), iv=os.urandom(NONCE_BYTES),
+        message_id=os.urandom(MESSAGE_ID_BYTES), sent_at_ms=int(time.time() * 1000),
+        max_bytes=max_bytes, max_recipients=max_recipients,
+    )
+
+
+SenderKeyResolver = Callable[[str, str], ed25519.Ed25519PublicKey]
+"""``resolve(sender_username, sender_sign_kid) -> Ed25519PublicKey``; raises UnknownSenderKey."""
+
+
+def open(  # noqa: A001 - the module's public verb, used as envelope.open(...)
+    data: bytes | ParsedEnvelope,
+    me: Identity,
+    resolve_sender_key: SenderKeyResolver | ed25519.Ed25519PublicKey,
+    *,
+    conversation: str | None = None,
+    sender: str | None = None,
+    max_bytes: int = DEFAULT_MAX_ENVELOPE_BYTES,
+    max_recipients: int = DEFAULT_MAX_RECIPIENTS,
+) -> Opened:
+    """Verify and decrypt an envelope addressed to ``me``.
+
+    Order: shape and size checks (:func:`parse`), delivery context (``conversation``,
+    ``sender``), my recipient entry, the sender's signature against the pinned key, RSA-OAEP-256
+    unwrap (one private-key operation), AES-256-GCM decrypt with the protected header as AAD.
+
+    Args:
+        data: serialized envelope bytes (or a result of :func:`parse`).
+        me: my private identity; my wrap key id selects my recipient entry.
+        resolve_sender_key: the pinned Ed25519 key of the sender, or a resolver
+            ``(username, sign_kid) -> key`` that raises :class:`UnknownSenderKey`.
+        conversation: the conversation the relay delivered it in; checked against ``cid``.
+        sender: the sender the relay delivered it from; checked against ``snd``.
+
+    Returns:
+        :class:`Opened` with the plaintext and the verified header.
+
+    Raises:
+        the errors of :func:`parse`; ConversationMismatch; SenderMismatch; NotARecipient;
+        UnknownSenderKey; SignatureInvalid; UnwrapFailed; DecryptionFailed.
+    """
+    parsed = data if isinstance(data, ParsedEnvelope) else parse(
+        data, max_bytes=max_bytes, max_recipients=max_recipients
+    )
+    h, env = parsed.header, parsed._env
+    if conversation is not None and h.cid != conversation:
+        raise ConversationMismatch("envelope belongs to another conversation", field="cid")
+    if sender is not None and h.snd != sender:
+        raise SenderMismatch("envelope names another sender than the one that sent it", field="snd")
+    try:
+        index = h.rkids.index(me.wrap_kid)
+    except ValueError:
+        raise NotARecipient("no recipient entry for my key id", field="recipients") from None
+    if isinstance(resolve_sender_key, ed25519.Ed25519PublicKey):
+        if key_id(resolve_sender_key) != h.skid:
+            raise UnknownSenderKey("sender's key id is not the pinned one", field="skid")
+        verify_key = resolve_sender_key
+    else:
+        verify_key = resolve_sender_key(h.snd, h.skid)
+    try:
+        verify_key.verify(b64u_decode(env.sig, "sig"), _signing_input(env))
+    except InvalidSignature:
+        raise SignatureInvalid("sender signature does not verify", field="sig") from None
+    wrapped = b64u_decode(env.recipients[index].encrypted_key, "encrypted_key")
+    if len(wrapped) != me.wrap_private.key_size // 8:
+        raise UnwrapFailed("encrypted_key has the wrong length for my key", field="encrypted_key")
+    try:
+        cek = me.wrap_private.decrypt(wrapped, _OAEP)
+    except ValueError:
+        raise UnwrapFailed("RSA-OAEP-256 unwrap failed", field="encrypted_key") from None
+    if len(cek) != CEK_BYTES:
+        raise UnwrapFailed("unwrapped key is not 32 bytes", field="encrypted_key")
+    try:
+        plaintext = AESGCM(cek).decrypt(
+            b64u_decode(env.iv, "iv"),
+            b64u_decode(env.ciphertext, "ciphertext") + b64u_decode(env.tag, "tag"),
+            env.protected.encode("ascii"),
+        )
+    except InvalidTag:
+        raise DecryptionFailed("AES-GCM authentication failed", field="ciphertext") from None
+    return Opened(plaintext, h)

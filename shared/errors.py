@@ -1,0 +1,208 @@
+"""Typed errors of the e2ee-chat protocol, rooted in :class:`E2EEError`.
+
+Every error carries a stable machine ``code`` (sent in relay error frames and written to logs)
+and, where it applies, the offending ``field``. Messages never contain key material, tokens or
+plaintext.
+"""
+
+from __future__ import annotations
+
+
+class E2EEError(Exception):
+    """Root of every error this project raises on purpose.
+
+    Attributes:
+        code: stable snake_case identifier (see docs/PROTOCOL.md, "Error codes").
+        field: name of the offending field, or ``None``.
+    """
+
+    code = "e2ee_error"
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+    def as_dict(self) -> dict[str, object]:
+        """Return ``{"code", "message", "field"}`` for an error frame or a JSON body."""
+        return {"code": self.code, "message": self.message, "field": self.field}
+
+
+# -- malformed input (caught before any crypto runs) -------------------------------------------
+class MalformedInput(E2EEError):
+    """Input does not have the documented shape (JSON, fields, types, lengths)."""
+
+    code = "malformed"
+
+
+class FrameInvalid(MalformedInput):
+    """A websocket or REST frame is not valid JSON of a known frame type."""
+
+    code = "frame_invalid"
+
+
+class EnvelopeMalformed(MalformedInput):
+    """An envelope is not a valid e2ee-chat JWE (General JSON Serialization)."""
+
+    code = "envelope_malformed"
+
+
+class Base64Invalid(EnvelopeMalformed):
+    """A field is not canonical unpadded base64url (RFC 4648 §5, RFC 7515 §2)."""
+
+    code = "base64_invalid"
+
+
+class NonceInvalid(EnvelopeMalformed):
+    """The AES-GCM nonce (``iv``) is not exactly 12 bytes."""
+
+    code = "nonce_invalid"
+
+
+class TagInvalid(EnvelopeMalformed):
+    """The AES-GCM authentication tag is not exactly 16 bytes."""
+
+    code = "tag_invalid"
+
+
+class UnsupportedAlgorithm(EnvelopeMalformed):
+    """``alg``/``enc``/``typ``/``v`` name something this version does not implement."""
+
+    code = "unsupported_algorithm"
+
+
+class RecipientListInvalid(EnvelopeMalformed):
+    """Recipient entries do not match the protected ``rkids`` list (order, duplicates, count)."""
+
+    code = "recipient_list_invalid"
+
+
+class LimitExceeded(E2EEError):
+    """A documented size or count limit was exceeded."""
+
+    code = "limit_exceeded"
+
+
+class EnvelopeTooLarge(LimitExceeded):
+    """The serialized envelope (or its plaintext) is larger than the limit in bytes."""
+
+    code = "envelope_too_large"
+
+
+class TooManyRecipients(LimitExceeded):
+    """More recipients than the limit."""
+
+    code = "too_many_recipients"
+
+
+# -- keys --------------------------------------------------------------------------------------
+class KeyInvalid(E2EEError):
+    """A public or private key is of the wrong type, too small, or cannot be parsed."""
+
+    code = "key_invalid"
+
+
+# -- verification failures (the envelope was well-formed but is not authentic for me) ----------
+class VerificationFailed(E2EEError):
+    """The envelope could not be verified. The UI shows all subclasses as "could not verify"."""
+
+    code = "verification_failed"
+
+
+class NotARecipient(VerificationFailed):
+    """No recipient entry carries my key id."""
+
+    code = "not_a_recipient"
+
+
+class UnwrapFailed(VerificationFailed):
+    """RSA-OAEP-256 unwrap of my ``encrypted_key`` failed (wrong key, wrong padding, tampered)."""
+
+    code = "unwrap_failed"
+
+
+class DecryptionFailed(VerificationFailed):
+    """AES-256-GCM rejected the ciphertext, tag, nonce or AAD (protected header)."""
+
+    code = "decryption_failed"
+
+
+class SignatureInvalid(VerificationFailed):
+    """The sender's Ed25519 signature does not verify over the signing input."""
+
+    code = "signature_invalid"
+
+
+class UnknownSenderKey(VerificationFailed):
+    """The sender's signing key id is not the one pinned for that sender (or none is known)."""
+
+    code = "unknown_sender_key"
+
+
+class ConversationMismatch(VerificationFailed):
+    """The protected header names another conversation than the one it was delivered in."""
+
+    code = "conversation_mismatch"
+
+
+class SenderMismatch(VerificationFailed):
+    """The protected header names another sender than the one it was delivered from."""
+
+    code = "sender_mismatch"
+
+
+# -- relay answers (sent as error frames or JSON error bodies) ----------------------------------
+class AuthFailed(E2EEError):
+    """Missing, malformed, expired or otherwise unacceptable credentials or token."""
+
+    code = "auth_failed"
+
+
+class Forbidden(E2EEError):
+    """Authenticated, but not allowed (e.g. not a member of the conversation)."""
+
+    code = "forbidden"
+
+
+class NotFound(E2EEError):
+    """No such user or conversation."""
+
+    code = "not_found"
+
+
+class Conflict(E2EEError):
+    """The resource exists already (e.g. a username taken, ignoring case)."""
+
+    code = "conflict"
+
+
+class InvalidRequest(MalformedInput):
+    """A request is well-formed JSON but a value is not acceptable (e.g. a username)."""
+
+    code = "invalid_request"
+
+
+class RecipientsMismatch(E2EEError):
+    """The envelope's recipients are not exactly the current members' current wrap keys.
+
+    ``detail`` = ``{"missing": [usernames without an entry], "extra": [key ids not expected]}``;
+    the client fetches keys again and re-seals (like a "mismatched devices" reply).
+    """
+
+    code = "recipients_mismatch"
+
+    def __init__(self, missing: list[str], extra: list[str]) -> None:
+        super().__init__(
+            f"recipients do not match the members' keys: missing {missing}, extra {len(extra)} key ids",
+            field="recipients",
+        )
+        self.detail = {"missing": missing, "extra": extra}
+
+    def as_dict(self) -> dict[str, object]:
+        return {**super().as_dict(), "detail": self.detail}
+
+
+class RateLimited(E2EEError):
+    """Too many requests; retry after ``retry_after`` seconds."""
+
+    code = "rate_limited"

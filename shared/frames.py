@@ -1,0 +1,143 @@
+"""Websocket frames between client and relay (JSON text frames, one object each).
+
+Every frame is an object with a ``type`` member. Decoding is strict (msgspec): unknown types,
+unknown members, wrong types and missing members raise :class:`FrameInvalid`. See
+docs/PROTOCOL.md §3 for the table of frames and limits.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from .errors import FrameInvalid
+
+
+# -- client -> relay -----------------------------------------------------------------------------
+class Auth(msgspec.Struct, tag="auth", forbid_unknown_fields=True):
+    """First frame when the token was not sent in the Authorization header."""
+
+    token: str
+
+
+class Send(msgspec.Struct, tag="send", forbid_unknown_fields=True):
+    """Send an envelope to a conversation. ``envelope`` is kept as raw JSON bytes."""
+
+    conversation: str
+    envelope: msgspec.Raw
+
+
+class Sync(msgspec.Struct, tag="sync", forbid_unknown_fields=True):
+    """Ask for stored messages with ``seq > after``, at most ``limit`` (1..500)."""
+
+    after: int = 0
+    limit: int = 200
+
+
+class Ack(msgspec.Struct, tag="ack", forbid_unknown_fields=True):
+    """Recipient acknowledges every message up to and including ``seq``."""
+
+    seq: int
+
+
+class Ping(msgspec.Struct, tag="ping", forbid_unknown_fields=True):
+    """Round-trip probe; the relay answers ``pong`` with the same ``nonce``."""
+
+    nonce: int = 0
+
+
+ClientFrame = Auth | Send | Sync | Ack | Ping
+
+
+# -- relay -> client -----------------------------------------------------------------------------
+class Hello(msgspec.Struct, tag="hello"):
+    """First frame from the relay: protocol version, security level and limits (bytes)."""
+
+    version: int
+    level: int
+    max_frame: int
+    max_envelope: int
+    max_recipients: int
+    auth_timeout_s: float
+
+
+class Ready(msgspec.Struct, tag="ready"):
+    """Authentication accepted; ``user`` is the token's subject."""
+
+    user: str
+
+
+class Stored(msgspec.Struct, tag="stored"):
+    """The envelope ``mid`` is durably stored with sequence ``seq`` (sent after the commit)."""
+
+    mid: str
+    seq: int
+    conversation: str
+    duplicate: bool = False
+
+
+class Message(msgspec.Struct, tag="msg"):
+    """A stored envelope delivered to a member (live fan-out or sync)."""
+
+    seq: int
+    conversation: str
+    sender: str
+    envelope: msgspec.Raw
+
+
+class Synced(msgspec.Struct, tag="synced"):
+    """End of one sync page; ``more`` says whether another page follows ``cursor``."""
+
+    cursor: int
+    more: bool
+
+
+class Delivered(msgspec.Struct, tag="delivered"):
+    """Receipt to the sender: ``user`` acknowledged message ``seq``."""
+
+    seq: int
+    user: str
+
+
+class Pong(msgspec.Struct, tag="pong"):
+    nonce: int
+
+
+class Error(msgspec.Struct, tag="error"):
+    """A typed error: ``code`` from docs/PROTOCOL.md, ``field`` if any, extra ``detail``."""
+
+    code: str
+    message: str
+    field: str | None = None
+    detail: dict | None = None
+    ref: str | None = None  # the ``mid`` of the send this error answers, if any
+
+
+RelayFrame = Hello | Ready | Stored | Message | Synced | Delivered | Pong | Error
+
+_client_decoder = msgspec.json.Decoder(ClientFrame)
+_relay_decoder = msgspec.json.Decoder(RelayFrame)
+encode = msgspec.json.Encoder().encode
+
+
+def decode_client_frame(data: bytes | str) -> ClientFrame:
+    """Decode one client->relay frame.
+
+    Raises:
+        FrameInvalid: not JSON, unknown ``type``, unknown or missing members, wrong types.
+    """
+    try:
+        return _client_decoder.decode(data)
+    except msgspec.DecodeError as exc:
+        raise FrameInvalid(f"frame is not valid: {exc}", field="frame") from None
+
+
+def decode_relay_frame(data: bytes | str) -> RelayFrame:
+    """Decode one relay->client frame.
+
+    Raises:
+        FrameInvalid: not JSON, unknown ``type``, unknown or missing members, wrong types.
+    """
+    try:
+        return _relay_decoder.decode(data)
+    except msgspec.DecodeError as exc:
+        raise FrameInvalid(f"frame is not valid: {exc}", field="frame") from None

@@ -1,0 +1,225 @@
+"""Key generation, loading, key ids, fingerprints and safety numbers.
+
+* Wrap keys: RSA (2048, 3072 default, or 4096 bits; e = 65537) for RSA-OAEP-256 (RFC 8017 §7.1,
+  RFC 7518 §4.3).
+* Signing keys: Ed25519 (RFC 8032).
+* Key id: base64url (unpadded) of SHA-256 over the public key's SubjectPublicKeyInfo DER
+  (RFC 5280 §4.1.2.7): 43 characters for 32 bytes. It does not depend on the encoding (PEM, DER,
+  PKCS#1) the key arrived in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+from cryptography.exceptions import UnsupportedAlgorithm as _CryptoUnsupported
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
+
+from .b64 import b64u_decode, b64u_encode
+from .errors import KeyInvalid
+
+RSA_SIZES = (2048, 3072, 4096)
+DEFAULT_RSA_BITS = 3072
+MIN_RSA_BITS = 2048
+MAX_RSA_BITS = 4096
+RSA_EXPONENT = 65537
+KEY_ID_LEN = 43  # unpadded base64url of 32 bytes
+
+_SPKI = (serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+
+
+def generate_wrap_key(bits: int = DEFAULT_RSA_BITS) -> rsa.RSAPrivateKey:
+    """Generate an RSA private key of ``bits`` (2048, 3072 or 4096) with e = 65537.
+
+    Takes 0.05-2 s (CPU-bound): call it from a thread in an event loop.
+
+    Raises:
+        KeyInvalid: ``bits`` is not one of :data:`RSA_SIZES`.
+    """
+    if bits not in RSA_SIZES:
+        raise KeyInvalid(f"RSA key size must be one of {RSA_SIZES}, not {bits}", field="bits")
+    return rsa.generate_private_key(public_exponent=RSA_EXPONENT, key_size=bits)
+
+
+def generate_signing_key() -> ed25519.Ed25519PrivateKey:
+    """Generate an Ed25519 private key (32-byte seed, RFC 8032)."""
+    return ed25519.Ed25519PrivateKey.generate()
+
+
+def spki_der(public_key: rsa.RSAPublicKey | ed25519.Ed25519PublicKey) -> bytes:
+    """SubjectPublicKeyInfo DER of ``public_key`` (RSA-3072: 422 bytes; Ed25519: 44 bytes)."""
+    return public_key.public_bytes(*_SPKI)
+
+
+def key_id(public_key: rsa.RSAPublicKey | ed25519.Ed25519PublicKey) -> str:
+    """Key id: unpadded base64url of SHA-256(SPKI DER), 43 characters."""
+    return b64u_encode(hashlib.sha256(spki_der(public_key)).digest())
+
+
+def _load_public(data: bytes | str, owner: str):
+    if isinstance(data, str):
+        data = data.encode("ascii", "replace")
+    try:
+        if data.lstrip().startswith(b"-----BEGIN RSA PUBLIC KEY-----"):
+            return serialization.load_pem_public_key(data.strip())  # PKCS#1, normalised to SPKI
+        if data.lstrip().startswith(b"-----BEGIN"):
+            return serialization.load_pem_public_key(data.strip())
+        return serialization.load_der_public_key(data)
+    except (ValueError, TypeError, _CryptoUnsupported):
+        raise KeyInvalid(f"public key of {owner!r} cannot be parsed", field="key") from None
+
+
+def load_wrap_public_key(data: bytes | str, owner: str = "?") -> rsa.RSAPublicKey:
+    """Load an RSA wrap public key from SPKI PEM, SPKI DER or PKCS#1 PEM.
+
+    Raises:
+        KeyInvalid: not RSA, fewer than 2048 or more than 4096 bits, or e != 65537
+            (the message names ``owner``).
+    """
+    key = _load_public(data, owner)
+    check_wrap_public_key(key, owner)
+    return key
+
+
+def check_wrap_public_key(key, owner: str = "?") -> None:
+    """Check that ``key`` is an acceptable RSA wrap key.
+
+    Raises:
+        KeyInvalid: not RSA, outside 2048..4096 bits, or e != 65537; the message names ``owner``.
+    """
+    if not isinstance(key, rsa.RSAPublicKey):
+        raise KeyInvalid(f"wrap key of {owner!r} is not an RSA key", field="wrap_key")
+    if not MIN_RSA_BITS <= key.key_size <= MAX_RSA_BITS:
+        raise KeyInvalid(
+            f"wrap key of {owner!r} has {key.key_size} bits; {MIN_RSA_BITS}-{MAX_RSA_BITS} required",
+            field="wrap_key",
+        )
+    if key.public_numbers().e != RSA_EXPONENT:
+        raise KeyInvalid(f"wrap key of {owner!r} does not use e = 65537", field="wrap_key")
+
+
+def load_signing_public_key(data: bytes | str, owner: str = "?") -> ed25519.Ed25519PublicKey:
+    """Load an Ed25519 public key from SPKI PEM or DER.
+
+    Raises:
+        KeyInvalid: cannot be parsed or is not Ed25519 (the message names ``owner``).
+    """
+    key = _load_public(data, owner)
+    if not isinstance(key, ed25519.Ed25519PublicKey):
+        raise KeyInvalid(f"signing key of {owner!r} is not an Ed25519 key", field="sign_key")
+    return key
+
+
+@dataclass(frozen=True)
+class PublicIdentity:
+    """A user's published keys as seen by others, with their key ids computed once.
+
+    Attributes:
+        username: canonical username.
+        wrap_key: RSA public key used to wrap message keys to this user.
+        sign_key: Ed25519 public key that verifies this user's envelopes.
+    """
+
+    username: str
+    wrap_key: rsa.RSAPublicKey
+    sign_key: ed25519.Ed25519PublicKey
+    wrap_kid: str = field(init=False)
+    sign_kid: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        check_wrap_public_key(self.wrap_key, self.username)
+        object.__setattr__(self, "wrap_kid", key_id(self.wrap_key))
+        object.__setattr__(self, "sign_kid", key_id(self.sign_key))
+
+    def to_json(self) -> dict[str, str]:
+        """``{"username", "wrap_key", "sign_key", "wrap_kid", "sign_kid"}``; keys as b64url SPKI DER."""
+        return {
+            "username": self.username,
+            "wrap_key": b64u_encode(spki_der(self.wrap_key)),
+            "sign_key": b64u_encode(spki_der(self.sign_key)),
+            "wrap_kid": self.wrap_kid,
+            "sign_kid": self.sign_kid,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> PublicIdentity:
+        """Inverse of :meth:`to_json`. Key ids in ``data`` are recomputed, never trusted.
+
+        Raises:
+            KeyInvalid: a key cannot be parsed or is unacceptable.
+        """
+        try:
+            name = str(data["username"])
+            wrap = load_wrap_public_key(b64u_decode(data["wrap_key"], "wrap_key"), name)
+            sign = load_signing_public_key(b64u_decode(data["sign_key"], "sign_key"), name)
+        except (KeyError, TypeError):
+            raise KeyInvalid("public identity lacks username, wrap_key or sign_key") from None
+        return cls(name, wrap, sign)
+
+
+@dataclass(frozen=True)
+class Identity:
+    """A user's own key pairs (private). Public parts and key ids are derived once.
+
+    Attributes:
+        username: canonical username.
+        wrap_private: RSA private key (2048-4096 bits) that unwraps message keys.
+        sign_private: Ed25519 private key that signs this user's envelopes.
+    """
+
+    username: str
+    wrap_private: rsa.RSAPrivateKey
+    sign_private: ed25519.Ed25519PrivateKey
+    public: PublicIdentity = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self,
+            "public",
+            PublicIdentity(self.username, self.wrap_private.public_key(), self.sign_private.public_key()),
+        )
+
+    @property
+    def wrap_kid(self) -> str:
+        return self.public.wrap_kid
+
+    @property
+    def sign_kid(self) -> str:
+        return self.public.sign_kid
+
+    @classmethod
+    def generate(cls, username: str, bits: int = DEFAULT_RSA_BITS) -> Identity:
+        """Generate a fresh identity (RSA-``bits`` wrap key + Ed25519 signing key). CPU-bound."""
+        return cls(username, generate_wrap_key(bits), generate_signing_key())
+
+
+def fingerprint(kid: str) -> str:
+    """Human form of a key id: the SHA-256 digest as 16 groups of 4 hex digits."""
+    digest = b64u_decode(kid, "kid").hex()
+    return " ".join(digest[i : i + 4] for i in range(0, 64, 4))
+
+
+def safety_number(a: PublicIdentity, b: PublicIdentity) -> str:
+    """Safety number of the pair ``a``, ``b``: 60 decimal digits in 12 groups of 5.
+
+    For each user, 30 digits come from SHA-512("e2ee-chat/v1/safety" || 0x00 || username UTF-8 ||
+    0x00 || SHA-256 wrap SPKI || SHA-256 sign SPKI): the first 30 bytes, as six 5-byte big-endian
+    integers, each mod 100000, zero-padded to 5 digits. The two halves are ordered by username
+    (UTF-8 byte order) so both users see the same number.
+    """
+
+    def half(p: PublicIdentity) -> str:
+        h = hashlib.sha512(
+            b"e2ee-chat/v1/safety\x00"
+            + p.username.encode()
+            + b"\x00"
+            + b64u_decode(p.wrap_kid)
+            + b64u_decode(p.sign_kid)
+        ).digest()
+        return "".join(f"{int.from_bytes(h[i : i + 5], 'big') % 100000:05d}" for i in range(0, 30, 5))
+
+    first, second = sorted((a, b), key=lambda p: p.username.encode())
+    digits = half(first) + half(second)
+    return " ".join(digits[i : i + 5] for i in range(0, 60, 5))
