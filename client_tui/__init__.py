@@ -1,0 +1,1 @@
+"""e2ee-chat client: a headless asyncio core (``core``) and a Textual terminal app (``app``)."""

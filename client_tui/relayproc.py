@@ -1,0 +1,91 @@
+"""Start a real relay process on a free 127.0.0.1 port (for the demo, the bench and tests)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx2
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class RelayProcess:
+    """``python -m server`` as a child process with its own data folder.
+
+    Args:
+        data_dir: the relay's data folder (SQLite file, JWT secret, relay.log).
+        port: TCP port; a free one by default.
+        extra_args: more ``e2ee-relay`` flags.
+        env: extra environment variables (``E2EE_*`` settings).
+    """
+
+    def __init__(self, data_dir: Path, port: int | None = None, extra_args: list[str] | None = None,
+                 env: dict[str, str] | None = None) -> None:
+        self.data_dir = Path(data_dir)
+        self.port = port or free_port()
+        self.extra_args = extra_args or []
+        self.env = env or {}
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 30) -> RelayProcess:
+        """Start the relay and wait until ``/healthz`` answers.
+
+        Raises:
+            RuntimeError: the process exited or did not answer within ``timeout`` seconds.
+        """
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        out = open(self.data_dir / "relay.stdout", "ab")  # noqa: SIM115 - owned by the child
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "server", "serve", "--data-dir", str(self.data_dir), "--port", str(self.port),
+             *self.extra_args],
+            stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **self.env},
+        )
+        out.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"relay exited with {self.proc.returncode}; see {self.data_dir / 'relay.stdout'}")
+            try:
+                if httpx2.get(self.url + "/healthz", timeout=1).status_code == 200:
+                    return self
+            except httpx2.HTTPError:
+                pass
+            time.sleep(0.05)
+        self.stop()
+        raise RuntimeError(f"relay did not answer on {self.url} within {timeout} s")
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 10) -> int | None:
+        """Stop the relay (SIGTERM: graceful; SIGKILL: crash) and return its exit code."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        code = self.proc.returncode
+        self.proc = None
+        return code
+
+    def __enter__(self) -> RelayProcess:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
