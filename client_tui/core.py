@@ -96,6 +96,14 @@ class MessageStored:
 
 
 @dataclass(frozen=True)
+class Sent:
+    """Result of :meth:`ChatClient.send_text`: the message id and the relay's sequence."""
+
+    mid: str
+    seq: int
+
+
+@dataclass(frozen=True)
 class Delivered:
     seq: int
     user: str
@@ -453,8 +461,8 @@ class ChatClient:
             out.append(ident)
         return out
 
-    async def send_text(self, conversation: str, text: str, timeout: float = 30) -> int:
-        """Seal ``text`` for every member and send it; return the relay's ``seq`` once stored.
+    async def send_text(self, conversation: str, text: str, timeout: float = 30) -> Sent:
+        """Seal ``text`` for every member and send it; return its ``mid`` and ``seq`` once stored.
 
         A relay answer ``recipients_mismatch`` (members or keys changed) makes the client reload
         the members and their keys and seal again, once.
@@ -476,7 +484,7 @@ class ChatClient:
             self._pending[mid] = fut
             await self._send_frame(frames.Send(conversation, msgspec.Raw(data)))
             try:
-                return await asyncio.wait_for(fut, timeout)
+                return Sent(mid, await asyncio.wait_for(fut, timeout))
             except ClientError as exc:
                 if exc.code != "recipients_mismatch" or attempt == 2:
                     raise

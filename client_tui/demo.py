@@ -89,8 +89,8 @@ async def run_chat(relay_url: str, profiles: Path, console: Console) -> dict[str
     collectors = [asyncio.create_task(collect(u)) for u in USERS]
     console.print("[bold]3.[/] chatting (each message: 1 AES-256-GCM encryption, 3 RSA-OAEP wraps, 1 signature)")
     for sender, text in SCRIPT:
-        seq = await clients[sender].send_text(conv, text)
-        console.print(f"   {sender} sent seq={seq}")
+        sent = await clients[sender].send_text(conv, text)
+        console.print(f"   {sender} sent seq={sent.seq}")
     await asyncio.wait_for(asyncio.gather(*collectors), 30)
     for c in clients.values():
         await c.close()

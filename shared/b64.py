@@ -1,45 +1,58 @@
 """Strict unpadded base64url (RFC 4648 §5, as used by JOSE: RFC 7515 §2).
 
-Decoding refuses padding, the standard alphabet's ``+`` and ``/``, any other character and
-non-canonical encodings (non-zero unused bits in the last character), so that one byte string has
-exactly one accepted text form.
+Decoding refuses padding, the standard alphabet's ``+`` and ``/``, whitespace, any other character
+and non-canonical encodings (non-zero unused bits in the last character), so that one byte string
+has exactly one accepted text form. Both directions run in C (``bytes.translate`` and ``binascii``):
+decoding 64 KiB costs about as much as one AES-GCM pass over it.
 """
 
 from __future__ import annotations
 
-import base64
 import binascii
 
 from .errors import Base64Invalid
 
-_STD = str.maketrans("-_", "+/")
-_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+_ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 _INDEX = {c: i for i, c in enumerate(_ALPHABET)}
+_TO_STD = bytes.maketrans(b"-_", b"+/")
+_TO_URL = bytes.maketrans(b"+/", b"-_")
+# Mask of the unused low bits of the last character, by ``len % 4`` (2 -> 4 bits, 3 -> 2 bits).
+_UNUSED_BITS = {2: 0x0F, 3: 0x03}
 
 
 def b64u_encode(data: bytes) -> str:
-    """Encode ``data`` as unpadded base64url text (length ceil(4*len/3))."""
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+    """Encode ``data`` as unpadded base64url text of ``ceil(4 * len(data) / 3)`` characters."""
+    return binascii.b2a_base64(data, newline=False).rstrip(b"=").translate(_TO_URL).decode("ascii")
 
 
-def b64u_decode(text: str, field: str = "value") -> bytes:
-    """Decode canonical unpadded base64url ``text``.
+def b64u_decode(text: str | bytes, field: str = "value") -> bytes:
+    """Decode canonical unpadded base64url ``text`` (``len(text) % 4 != 1``; 0 characters = 0 bytes).
+
+    Args:
+        text: the encoded value (``str``, or ASCII ``bytes``).
+        field: name of the field, used in the error.
 
     Raises:
-        Base64Invalid: padding, a character outside ``[A-Za-z0-9_-]``, an impossible length
-            (``len % 4 == 1``) or non-zero trailing bits; ``field`` names the field.
+        Base64Invalid: not a string; padding (``=``); a character outside ``[A-Za-z0-9_-]``
+            (``+``, ``/``, whitespace, non-ASCII ...); an impossible length (``len % 4 == 1``); or
+            non-zero unused bits in the last character. ``field`` names the field.
     """
-    if not isinstance(text, str):
+    if isinstance(text, str):
+        try:
+            raw = text.encode("ascii")
+        except UnicodeEncodeError:
+            raise Base64Invalid(f"{field}: not unpadded base64url (non-ASCII)", field=field) from None
+    elif isinstance(text, bytes):
+        raw = text
+    else:
         raise Base64Invalid(f"{field}: expected a base64url string", field=field)
-    n = len(text)
-    if n % 4 == 1 or "=" in text or "+" in text or "/" in text:
+    n = len(raw)
+    if n % 4 == 1 or raw.translate(None, _ALPHABET):
         raise Base64Invalid(f"{field}: not unpadded base64url", field=field)
-    if n % 4:
-        last = _INDEX.get(text[-1])
-        mask = 0x0F if n % 4 == 2 else 0x03
-        if last is None or last & mask:
-            raise Base64Invalid(f"{field}: non-canonical base64url", field=field)
+    mask = _UNUSED_BITS.get(n % 4)
+    if mask is not None and _INDEX[raw[-1]] & mask:
+        raise Base64Invalid(f"{field}: non-canonical base64url (unused bits set)", field=field)
     try:
-        return binascii.a2b_base64(text.translate(_STD) + "=" * (-n % 4), strict_mode=True)
-    except (binascii.Error, ValueError):
+        return binascii.a2b_base64(raw.translate(_TO_STD) + b"=" * (-n % 4), strict_mode=True)
+    except binascii.Error:  # unreachable after the checks above; kept as a guard
         raise Base64Invalid(f"{field}: not unpadded base64url", field=field) from None

@@ -362,8 +362,10 @@ def open(  # noqa: A001 - the module's public verb, used as envelope.open(...)
     """Verify and decrypt an envelope addressed to ``me``.
 
     Order: shape and size checks (:func:`parse`), delivery context (``conversation``,
-    ``sender``), my recipient entry, the sender's signature against the pinned key, RSA-OAEP-256
-    unwrap (one private-key operation), AES-256-GCM decrypt with the protected header as AAD.
+    ``sender``), my recipient entry, the sender's key id against the pinned key, RSA-OAEP-256
+    unwrap (one private-key operation), AES-256-GCM decrypt with the protected header as AAD,
+    then the sender's Ed25519 signature over the whole envelope. Each step raises its own error,
+    so the log names what was tampered with; the plaintext is returned only when all pass.
 
     Args:
         data: serialized envelope bytes (or a result of :func:`parse`).
@@ -398,10 +400,6 @@ def open(  # noqa: A001 - the module's public verb, used as envelope.open(...)
         verify_key = resolve_sender_key
     else:
         verify_key = resolve_sender_key(h.snd, h.skid)
-    try:
-        verify_key.verify(b64u_decode(env.sig, "sig"), _signing_input(env))
-    except InvalidSignature:
-        raise SignatureInvalid("sender signature does not verify", field="sig") from None
     wrapped = b64u_decode(env.recipients[index].encrypted_key, "encrypted_key")
     if len(wrapped) != me.wrap_private.key_size // 8:
         raise UnwrapFailed("encrypted_key has the wrong length for my key", field="encrypted_key")
@@ -419,4 +417,8 @@ def open(  # noqa: A001 - the module's public verb, used as envelope.open(...)
         )
     except InvalidTag:
         raise DecryptionFailed("AES-GCM authentication failed", field="ciphertext") from None
+    try:
+        verify_key.verify(b64u_decode(env.sig, "sig"), _signing_input(env))
+    except InvalidSignature:
+        raise SignatureInvalid("sender signature does not verify", field="sig") from None
     return Opened(plaintext, h)

@@ -206,3 +206,74 @@ class RateLimited(E2EEError):
     """Too many requests; retry after ``retry_after`` seconds."""
 
     code = "rate_limited"
+
+
+# -- added for the documented protocol (docs/PROTOCOL.md §9) -------------------------------------
+class TrailingData(EnvelopeMalformed):
+    """Bytes other than JSON whitespace follow the envelope's (or the header's) JSON value."""
+
+    code = "trailing_data"
+
+
+class DuplicateMember(EnvelopeMalformed):
+    """A JSON object repeats a member name (RFC 7515 §5.2: parsers disagree on which one wins)."""
+
+    code = "duplicate_member"
+
+
+class DuplicateRecipient(RecipientListInvalid):
+    """The same recipient key id appears twice (in ``rkids`` or in ``recipients``)."""
+
+    code = "recipient_duplicated"
+
+
+class KeyRefused(KeyInvalid):
+    """A key that parses but is refused by policy; ``owner`` names whose key it is."""
+
+    code = "key_refused"
+
+    def __init__(self, message: str, *, field: str | None = None, owner: str = "?") -> None:
+        super().__init__(message, field=field)
+        self.owner = owner
+
+
+class KeyTypeRefused(KeyRefused):
+    """A key of the wrong type: a wrap key that is not RSA, a signing key that is not Ed25519."""
+
+    code = "key_type_refused"
+
+
+class KeySizeRefused(KeyRefused):
+    """An RSA wrap key outside 2048..4096 bits."""
+
+    code = "key_size_refused"
+
+
+class KeyExponentRefused(KeyRefused):
+    """An RSA wrap key whose public exponent is not 65537."""
+
+    code = "key_exponent_refused"
+
+
+class SessionMismatch(VerificationFailed):
+    """An L3 envelope names another session (``kid``) than the one of this connection."""
+
+    code = "session_mismatch"
+
+
+class DirectionMismatch(VerificationFailed):
+    """An L3 envelope carries the wrong direction (``dir``): a reflected or misrouted frame."""
+
+    code = "direction_mismatch"
+
+
+class RelayKeyMismatch(VerificationFailed):
+    """An L3 handshake is wrapped to another relay key id than this relay's."""
+
+    code = "relay_key_mismatch"
+
+
+class ChallengeMismatch(VerificationFailed):
+    """An L3 handshake does not carry this connection's challenge (replayed or stale)."""
+
+    code = "challenge_mismatch"

@@ -18,7 +18,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
 
 from .b64 import b64u_decode, b64u_encode
-from .errors import KeyInvalid
+from .errors import KeyExponentRefused, KeyInvalid, KeySizeRefused, KeyTypeRefused
 
 RSA_SIZES = (2048, 3072, 4096)
 DEFAULT_RSA_BITS = 3072
@@ -59,12 +59,15 @@ def key_id(public_key: rsa.RSAPublicKey | ed25519.Ed25519PublicKey) -> str:
 
 
 def _load_public(data: bytes | str, owner: str):
+    """Parse SPKI PEM, SPKI DER, PKCS#1 PEM or PKCS#1 DER (RFC 8017 A.1.1) into a key object."""
     if isinstance(data, str):
         data = data.encode("ascii", "replace")
+    if not isinstance(data, bytes | bytearray | memoryview):
+        raise KeyInvalid(f"public key of {owner!r} must be PEM text or DER bytes", field="key")
+    data = bytes(data)
     try:
-        if data.lstrip().startswith(b"-----BEGIN RSA PUBLIC KEY-----"):
-            return serialization.load_pem_public_key(data.strip())  # PKCS#1, normalised to SPKI
         if data.lstrip().startswith(b"-----BEGIN"):
+            # "PUBLIC KEY" (SPKI) or "RSA PUBLIC KEY" (PKCS#1); both are normalised to SPKI.
             return serialization.load_pem_public_key(data.strip())
         return serialization.load_der_public_key(data)
     except (ValueError, TypeError, _CryptoUnsupported):
@@ -72,11 +75,20 @@ def _load_public(data: bytes | str, owner: str):
 
 
 def load_wrap_public_key(data: bytes | str, owner: str = "?") -> rsa.RSAPublicKey:
-    """Load an RSA wrap public key from SPKI PEM, SPKI DER or PKCS#1 PEM.
+    """Load an RSA wrap public key from SPKI PEM, SPKI DER or PKCS#1 PEM/DER.
+
+    The key id (:func:`key_id`) is computed over the re-encoded SPKI DER, so it is the same
+    whichever encoding the key arrived in.
+
+    Args:
+        data: PEM text (``str`` or ``bytes``) or DER bytes.
+        owner: whose key it is (a username, or ``"relay"``); named in every error.
 
     Raises:
-        KeyInvalid: not RSA, fewer than 2048 or more than 4096 bits, or e != 65537
-            (the message names ``owner``).
+        KeyInvalid: cannot be parsed.
+        KeyTypeRefused: not an RSA key (e.g. EC, Ed25519).
+        KeySizeRefused: fewer than 2048 or more than 4096 bits.
+        KeyExponentRefused: public exponent other than 65537.
     """
     key = _load_public(data, owner)
     check_wrap_public_key(key, owner)
@@ -84,31 +96,45 @@ def load_wrap_public_key(data: bytes | str, owner: str = "?") -> rsa.RSAPublicKe
 
 
 def check_wrap_public_key(key, owner: str = "?") -> None:
-    """Check that ``key`` is an acceptable RSA wrap key.
+    """Check that ``key`` is an acceptable RSA wrap key (RSA-OAEP-256 recipient).
 
     Raises:
-        KeyInvalid: not RSA, outside 2048..4096 bits, or e != 65537; the message names ``owner``.
+        KeyTypeRefused: not an RSA public key.
+        KeySizeRefused: outside 2048..4096 bits.
+        KeyExponentRefused: e != 65537.
+        (All are :class:`KeyInvalid`; the message and the ``owner`` attribute name the user.)
     """
     if not isinstance(key, rsa.RSAPublicKey):
-        raise KeyInvalid(f"wrap key of {owner!r} is not an RSA key", field="wrap_key")
+        kind = type(key).__name__.lstrip("_")
+        raise KeyTypeRefused(
+            f"wrap key of {owner!r} is not an RSA key ({kind})", field="wrap_key", owner=owner
+        )
     if not MIN_RSA_BITS <= key.key_size <= MAX_RSA_BITS:
-        raise KeyInvalid(
+        raise KeySizeRefused(
             f"wrap key of {owner!r} has {key.key_size} bits; {MIN_RSA_BITS}-{MAX_RSA_BITS} required",
             field="wrap_key",
+            owner=owner,
         )
     if key.public_numbers().e != RSA_EXPONENT:
-        raise KeyInvalid(f"wrap key of {owner!r} does not use e = 65537", field="wrap_key")
+        raise KeyExponentRefused(
+            f"wrap key of {owner!r} uses e = {key.public_numbers().e}; e = 65537 required",
+            field="wrap_key",
+            owner=owner,
+        )
 
 
 def load_signing_public_key(data: bytes | str, owner: str = "?") -> ed25519.Ed25519PublicKey:
-    """Load an Ed25519 public key from SPKI PEM or DER.
+    """Load an Ed25519 public key from SPKI PEM or DER (RFC 8410; DER is 44 bytes).
 
     Raises:
-        KeyInvalid: cannot be parsed or is not Ed25519 (the message names ``owner``).
+        KeyInvalid: cannot be parsed (the message names ``owner``).
+        KeyTypeRefused: not an Ed25519 key.
     """
     key = _load_public(data, owner)
     if not isinstance(key, ed25519.Ed25519PublicKey):
-        raise KeyInvalid(f"signing key of {owner!r} is not an Ed25519 key", field="sign_key")
+        raise KeyTypeRefused(
+            f"signing key of {owner!r} is not an Ed25519 key", field="sign_key", owner=owner
+        )
     return key
 
 

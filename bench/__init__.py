@@ -1,0 +1,1 @@
+"""e2ee-bench: what each security level costs, measured on this machine with the project's code."""

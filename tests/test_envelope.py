@@ -1,0 +1,118 @@
+"""The L4 envelope: round trip, and a flipped byte in each part raises its typed error."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from shared import envelope
+from shared.b64 import b64u_decode, b64u_encode
+from shared.errors import (
+    ConversationMismatch,
+    DecryptionFailed,
+    E2EEError,
+    EnvelopeTooLarge,
+    NotARecipient,
+    SenderMismatch,
+    SignatureInvalid,
+    UnknownSenderKey,
+    UnwrapFailed,
+)
+
+
+def seal(ids, text="hello, bob ✉️", to=("alice", "bob"), conv="conv-1", **kw):
+    return envelope.seal(text, ids["alice"], conv, [ids[n].public for n in to], counter=1, **kw)
+
+
+def flip(env: bytes, member: str, index: int = 0, byte: int = -5) -> bytes:
+    """Flip one bit of one decoded byte of a base64url member (``encrypted_key`` of entry ``index``)."""
+    doc = json.loads(env)
+    holder = doc["recipients"][index] if member == "encrypted_key" else doc
+    raw = bytearray(b64u_decode(holder[member]))
+    raw[byte] ^= 0x01
+    holder[member] = b64u_encode(bytes(raw))
+    return json.dumps(doc).encode()
+
+
+def test_round_trip_for_every_recipient(identities):
+    env = seal(identities)
+    for name in ("alice", "bob"):
+        opened = envelope.open(env, identities[name], identities["alice"].public.sign_key,
+                               conversation="conv-1", sender="alice")
+        assert opened.text == "hello, bob ✉️"
+        assert opened.header.snd == "alice"
+        assert opened.header.cid == "conv-1"
+        assert opened.header.ctr == 1
+        assert opened.header.rkids == [identities["alice"].wrap_kid, identities["bob"].wrap_kid]
+
+
+def test_envelope_does_not_contain_plaintext(identities):
+    env = seal(identities, text="the canary sings at dawn")
+    assert b"canary" not in env
+    assert b64u_encode(b"the canary sings at dawn").encode() not in env
+
+
+def test_fresh_key_and_nonce_per_message(identities):
+    a, b = json.loads(seal(identities)), json.loads(seal(identities))
+    assert a["iv"] != b["iv"]
+    assert a["recipients"][1]["encrypted_key"] != b["recipients"][1]["encrypted_key"]
+    assert a["ciphertext"] != b["ciphertext"]
+
+
+@pytest.mark.parametrize(
+    ("member", "error"),
+    [
+        ("ciphertext", DecryptionFailed),
+        ("tag", DecryptionFailed),
+        ("iv", DecryptionFailed),
+        ("encrypted_key", UnwrapFailed),
+        ("sig", SignatureInvalid),
+    ],
+)
+def test_flipped_byte_raises_its_error(identities, member, error):
+    index = 1  # bob's entry
+    env = flip(seal(identities), member, index=index, byte=-5 if member != "iv" else 0)
+    with pytest.raises(error):
+        envelope.open(env, identities["bob"], identities["alice"].public.sign_key)
+
+
+def test_flipped_protected_header_byte_fails_authentication(identities):
+    doc = json.loads(seal(identities))
+    header = json.loads(b64u_decode(doc["protected"]))
+    header["ts"] += 1  # a valid header, one value changed
+    doc["protected"] = b64u_encode(json.dumps(header, separators=(",", ":")).encode())
+    with pytest.raises(DecryptionFailed):
+        envelope.open(json.dumps(doc).encode(), identities["bob"], identities["alice"].public.sign_key)
+
+
+def test_other_recipients_wrapped_key_is_covered_by_the_signature(identities):
+    env = flip(seal(identities), "encrypted_key", index=0)  # alice's entry; bob opens
+    with pytest.raises(SignatureInvalid):
+        envelope.open(env, identities["bob"], identities["alice"].public.sign_key)
+
+
+def test_context_checks(identities):
+    env = seal(identities)
+    key = identities["alice"].public.sign_key
+    with pytest.raises(ConversationMismatch):
+        envelope.open(env, identities["bob"], key, conversation="conv-2")
+    with pytest.raises(SenderMismatch):
+        envelope.open(env, identities["bob"], key, sender="carol")
+    with pytest.raises(NotARecipient):
+        envelope.open(env, identities["carol"], key)
+    with pytest.raises(UnknownSenderKey):
+        envelope.open(env, identities["bob"], identities["mallory"].public.sign_key)
+
+
+def test_size_limit_checked_before_crypto(identities):
+    with pytest.raises(EnvelopeTooLarge):
+        seal(identities, text="x" * 300_000)
+    big = seal(identities, text="x" * 100_000, max_bytes=1 << 20)
+    with pytest.raises(EnvelopeTooLarge):
+        envelope.open(big, identities["bob"], identities["alice"].public.sign_key, max_bytes=len(big) - 1)
+
+
+def test_every_error_is_a_project_error():
+    for cls in (DecryptionFailed, UnwrapFailed, SignatureInvalid, NotARecipient, EnvelopeTooLarge):
+        assert issubclass(cls, E2EEError)
