@@ -102,6 +102,18 @@ class Pong(msgspec.Struct, tag="pong"):
     nonce: int
 
 
+class Event(msgspec.Struct, tag="event"):
+    """Something changed that a client should re-fetch.
+
+    ``kind``: ``key_changed`` (``user`` published new keys: fetch them, compare with the pinned
+    ones), ``members_changed`` (``conversation`` gained or lost members: reload it).
+    """
+
+    kind: str
+    user: str | None = None
+    conversation: str | None = None
+
+
 class Error(msgspec.Struct, tag="error"):
     """A typed error: ``code`` from docs/PROTOCOL.md, ``field`` if any, extra ``detail``."""
 
@@ -112,7 +124,7 @@ class Error(msgspec.Struct, tag="error"):
     ref: str | None = None  # the ``mid`` of the send this error answers, if any
 
 
-RelayFrame = Hello | Ready | Stored | Message | Synced | Delivered | Pong | Error
+RelayFrame = Hello | Ready | Stored | Message | Synced | Delivered | Pong | Event | Error
 
 _client_decoder = msgspec.json.Decoder(ClientFrame)
 _relay_decoder = msgspec.json.Decoder(RelayFrame)
