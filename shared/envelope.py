@@ -1,12 +1,12 @@
 """The L4 end-to-end envelope: JWE General JSON Serialization with a sender signature.
 
-Format (docs/PROTOCOL.md §4 is the normative text)::
+Format (docs/PROTOCOL.md §5 is the normative text)::
 
     {
       "protected":  b64url(UTF-8 JSON protected header),
       "recipients": [{"header": {"kid": <recipient wrap key id>}, "encrypted_key": b64url}, ...],
       "iv":         b64url(12-byte AES-GCM nonce),
-      "ciphertext": b64url(AES-256-GCM ciphertext),
+      "ciphertext": b64url(AES-256-GCM ciphertext, as long as the plaintext),
       "tag":        b64url(16-byte GCM tag),
       "sig":        b64url(64-byte Ed25519 signature)
     }
@@ -17,7 +17,12 @@ Format (docs/PROTOCOL.md §4 is the normative text)::
   RFC 7518 §4.3, RFC 8017 §7.1), one entry per recipient, in the order of the header's ``rkids``.
 * Signature: Ed25519 (RFC 8032) over the ASCII bytes
   ``"e2ee-chat/v1/sig." + protected + "." + ek_1 + "," + ... + ek_n + "." + iv + "." + ciphertext
-  + "." + tag`` (each part the exact base64url text transmitted).
+  + "." + tag`` (each part the exact base64url text transmitted). ``sig`` is a member JOSE libraries
+  ignore, so any JWE library still decrypts the envelope.
+
+Opening verifies the signature *before* any private-key operation (encrypt-then-sign, verified
+first): a forged or altered envelope costs the recipient one Ed25519 verification, never an RSA
+decryption, and the RSA unwrap is never run on input the sender did not sign.
 
 Use :func:`seal` and :func:`open`; the primitives are private to this module and no caller chooses
 a CEK or a nonce.
@@ -25,7 +30,9 @@ a CEK or a nonce.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -40,6 +47,8 @@ from .b64 import b64u_decode, b64u_encode
 from .errors import (
     ConversationMismatch,
     DecryptionFailed,
+    DuplicateMember,
+    DuplicateRecipient,
     EnvelopeMalformed,
     EnvelopeTooLarge,
     NonceInvalid,
@@ -49,6 +58,7 @@ from .errors import (
     SignatureInvalid,
     TagInvalid,
     TooManyRecipients,
+    TrailingData,
     UnknownSenderKey,
     UnsupportedAlgorithm,
     UnwrapFailed,
@@ -72,21 +82,26 @@ DEFAULT_MAX_ENVELOPE_BYTES = 256 * 1024
 """Default limit on a serialized envelope, in bytes (the relay announces its own in ``hello``)."""
 DEFAULT_MAX_RECIPIENTS = 256
 MAX_ID_CHARS = 64  # conversation ids and usernames in the header
+MAX_SAFE_INTEGER = 2**53 - 1
+"""Largest ``ts`` / ``ctr`` (so that JavaScript's JSON numbers hold them exactly)."""
+
+_ID_RE = re.compile(r"[A-Za-z0-9._-]{1,64}")
+_KID_RE = re.compile(r"[A-Za-z0-9_-]{42}[AEIMQUYcgkosw048]")  # 43 chars, canonical for 32 bytes
 
 _OAEP = padding.OAEP(mgf=padding.MGF1(algorithm=hashes.SHA256()), algorithm=hashes.SHA256(), label=None)
 
 
 class Header(msgspec.Struct, forbid_unknown_fields=True):
-    """The protected header (JSON object; all members required).
+    """The protected header (JSON object; all members required, no others allowed).
 
     Attributes:
         alg: "RSA-OAEP-256".  enc: "A256GCM".  typ: "e2ee-chat/msg".  cty: content type.
         v: format version (1).
         mid: message id, base64url of 16 random bytes (22 chars).
-        cid: conversation id (1-64 chars).
-        snd: sender username.
+        cid: conversation id (1-64 of ``[A-Za-z0-9._-]``).
+        snd: sender username (1-64 of ``[A-Za-z0-9._-]``).
         skid: key id of the sender's Ed25519 signing key.
-        ts: sent-at, Unix time in ms (sender's clock).
+        ts: sent-at, Unix time in ms (sender's clock), 0..2**53-1.
         ctr: per-sender-per-conversation counter, 1, 2, 3 ... (gaps and replays are visible).
         rkids: the recipients' wrap key ids, in the order of ``recipients``.
     """
@@ -123,9 +138,22 @@ class _Envelope(msgspec.Struct, forbid_unknown_fields=True):
     sig: str
 
 
+@dataclass(frozen=True)
+class _Binary:
+    """The decoded base64url members of a parsed envelope (decoded once, in :func:`parse`)."""
+
+    iv: bytes
+    ciphertext: bytes
+    tag: bytes
+    sig: bytes
+    wrapped: tuple[bytes, ...]
+
+
 _envelope_decoder = msgspec.json.Decoder(_Envelope)
 _header_decoder = msgspec.json.Decoder(Header)
 _encoder = msgspec.json.Encoder()
+_json_scan = json.JSONDecoder()
+_JSON_WS = " \t\n\r"
 
 
 @dataclass(frozen=True)
@@ -142,6 +170,7 @@ class ParsedEnvelope:
     raw: bytes
     message_id: bytes
     _env: _Envelope
+    _bin: _Binary | None = None
 
     @property
     def recipient_kids(self) -> list[str]:
@@ -167,15 +196,77 @@ class Opened:
         return self.plaintext.decode("utf-8", "replace")
 
 
+# -- strict JSON helpers -----------------------------------------------------------------------
+def _json_error(data: bytes, exc: Exception, field: str, what: str) -> EnvelopeMalformed:
+    """Classify a JSON decode failure: trailing bytes after one valid value, or anything else."""
+    try:
+        text = data.decode("utf-8")
+        start = len(text) - len(text.lstrip(_JSON_WS))
+        _, end = _json_scan.raw_decode(text, start)
+        if text[end:].strip(_JSON_WS):
+            return TrailingData(f"{what}: bytes follow the JSON value at offset {end}", field=field)
+    except (ValueError, RecursionError):
+        pass
+    return EnvelopeMalformed(f"{what} is not valid: {exc}", field=field)
+
+
+class _Duplicate(Exception):
+    pass
+
+
+def _unique_pairs(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for name, value in pairs:
+        if name in out:
+            raise _Duplicate(name)
+        out[name] = value
+    return out
+
+
+def _reject_duplicate_members(data: bytes, strings: int, field: str, what: str) -> None:
+    """Refuse repeated member names (RFC 7515 §5.2 leaves it to the parser which one wins).
+
+    ``data`` already decoded into its strict struct, which holds exactly ``strings`` JSON strings
+    (member names and string values). Without escapes no string contains a quote, so the quote
+    count tells whether any member was repeated (a C-speed scan); with escapes the slow path parses.
+    """
+    if b"\\" not in data and data.count(b'"') == 2 * strings:
+        return
+    try:
+        json.loads(data, object_pairs_hook=_unique_pairs)
+    except _Duplicate as dup:
+        raise DuplicateMember(f"{what}: member {str(dup)[:32]!r} appears twice", field=field) from None
+    except (ValueError, RecursionError):
+        raise EnvelopeMalformed(f"{what} is not valid JSON", field=field) from None
+    if b"\\" not in data:  # unreachable for input the struct accepted; refuse rather than guess
+        raise EnvelopeMalformed(f"{what} has unexpected members", field=field)
+
+
 def _check_id(value: str, field: str) -> None:
-    if not value or len(value) > MAX_ID_CHARS or not value.isprintable():
-        raise EnvelopeMalformed(f"{field}: must be 1-{MAX_ID_CHARS} printable characters", field=field)
+    if not _ID_RE.fullmatch(value):
+        raise EnvelopeMalformed(
+            f"{field}: must be 1-{MAX_ID_CHARS} characters from A-Z a-z 0-9 . _ -", field=field
+        )
 
 
 def _check_kid(kid: str, field: str) -> None:
-    if len(kid) != KEY_ID_LEN:
-        raise EnvelopeMalformed(f"{field}: a key id is {KEY_ID_LEN} base64url characters", field=field)
-    b64u_decode(kid, field)
+    if not _KID_RE.fullmatch(kid):
+        if len(kid) != KEY_ID_LEN:
+            raise EnvelopeMalformed(f"{field}: a key id is {KEY_ID_LEN} base64url characters", field=field)
+        b64u_decode(kid, field)  # raises Base64Invalid with the precise reason
+
+
+def _as_bytes(data: bytes | bytearray | memoryview | str) -> bytes:
+    if isinstance(data, bytes):
+        return data
+    if isinstance(data, str):
+        try:
+            return data.encode("utf-8")
+        except UnicodeEncodeError:
+            raise EnvelopeMalformed("envelope is not valid UTF-8", field="envelope") from None
+    if isinstance(data, bytearray | memoryview):
+        return bytes(data)
+    raise EnvelopeMalformed("envelope must be bytes", field="envelope")
 
 
 def parse(
@@ -186,33 +277,48 @@ def parse(
 ) -> ParsedEnvelope:
     """Check an envelope's size, shape and encodings without any cryptography.
 
-    Used by the relay on every send and by :func:`open` before any crypto runs.
+    Used by the relay on every send and by :func:`open` before any crypto runs. The checks run in
+    the order of docs/PROTOCOL.md §5.6; the first failure is raised.
 
     Args:
-        data: the serialized envelope (UTF-8 JSON bytes).
-        max_bytes: size limit in bytes, checked first.
-        max_recipients: limit on ``recipients``.
+        data: the serialized envelope (UTF-8 JSON bytes; ``str`` is encoded as UTF-8).
+        max_bytes: size limit in bytes, checked first (default 256 KiB).
+        max_recipients: limit on ``recipients`` (default 256).
+
+    Returns:
+        A :class:`ParsedEnvelope` (header decoded, base64url members decoded once).
 
     Raises:
-        EnvelopeTooLarge, TooManyRecipients, EnvelopeMalformed (and its subclasses
-        Base64Invalid, NonceInvalid, TagInvalid, UnsupportedAlgorithm, RecipientListInvalid).
+        EnvelopeTooLarge: more than ``max_bytes``.
+        TrailingData: bytes after the JSON object (of the envelope or of the header).
+        DuplicateMember: a JSON member name repeated.
+        EnvelopeMalformed: not the documented JSON shape; bad ``mid``/``cid``/``snd``/``skid``/
+            ``ts``/``ctr``.
+        TooManyRecipients: more than ``max_recipients`` entries.
+        UnsupportedAlgorithm: ``alg``/``enc``/``typ``/``v``/``cty`` not the v1 values.
+        DuplicateRecipient: a key id twice.  RecipientListInvalid: entries differ from ``rkids``.
+        Base64Invalid: a member is not canonical unpadded base64url.
+        NonceInvalid: ``iv`` is not 12 bytes.  TagInvalid: ``tag`` is not 16 bytes.
+        SignatureInvalid: ``sig`` is not 64 bytes.
     """
+    data = _as_bytes(data)
     if len(data) > max_bytes:
         raise EnvelopeTooLarge(f"envelope is {len(data)} bytes; limit {max_bytes}", field="envelope")
     try:
         env = _envelope_decoder.decode(data)
-    except msgspec.DecodeError as exc:
-        raise EnvelopeMalformed(f"envelope is not valid: {exc}", field="envelope") from None
+    except (msgspec.DecodeError, RecursionError) as exc:
+        raise _json_error(data, exc, "envelope", "envelope") from None
     if not env.recipients:
         raise RecipientListInvalid("envelope has no recipients", field="recipients")
     if len(env.recipients) > max_recipients:
-        raise TooManyRecipients(
-            f"{len(env.recipients)} recipients; limit {max_recipients}", field="recipients"
-        )
+        raise TooManyRecipients(f"{len(env.recipients)} recipients; limit {max_recipients}", field="recipients")
+    _reject_duplicate_members(data, 11 + 5 * len(env.recipients), "envelope", "envelope")
+    header_json = b64u_decode(env.protected, "protected")
     try:
-        header = _header_decoder.decode(b64u_decode(env.protected, "protected"))
-    except msgspec.DecodeError as exc:
-        raise EnvelopeMalformed(f"protected header is not valid: {exc}", field="protected") from None
+        header = _header_decoder.decode(header_json)
+    except (msgspec.DecodeError, RecursionError) as exc:
+        raise _json_error(header_json, exc, "protected", "protected header") from None
+    _reject_duplicate_members(header_json, 20 + len(header.rkids), "protected", "protected header")
     if header.alg != ALG or header.enc != ENC:
         raise UnsupportedAlgorithm(f"alg/enc must be {ALG}/{ENC}", field="alg")
     if header.typ != TYP or header.v != VERSION:
@@ -225,25 +331,29 @@ def parse(
     _check_id(header.cid, "cid")
     _check_id(header.snd, "snd")
     _check_kid(header.skid, "skid")
-    if header.ts < 0 or header.ctr < 1:
-        raise EnvelopeMalformed("ts must be >= 0 and ctr >= 1", field="ctr")
+    if not 0 <= header.ts <= MAX_SAFE_INTEGER:
+        raise EnvelopeMalformed("ts must be in 0..2**53-1", field="ts")
+    if not 1 <= header.ctr <= MAX_SAFE_INTEGER:
+        raise EnvelopeMalformed("ctr must be in 1..2**53-1", field="ctr")
     kids = [r.header.kid for r in env.recipients]
+    if len(set(kids)) != len(kids) or len(set(header.rkids)) != len(header.rkids):
+        raise DuplicateRecipient("a recipient key id appears twice", field="recipients")
     if kids != header.rkids:
         raise RecipientListInvalid("recipient key ids differ from the protected rkids", field="recipients")
-    if len(set(kids)) != len(kids):
-        raise RecipientListInvalid("a recipient key id appears twice", field="recipients")
     for kid in kids:
         _check_kid(kid, "kid")
-    if len(b64u_decode(env.iv, "iv")) != NONCE_BYTES:
-        raise NonceInvalid(f"iv must be {NONCE_BYTES} bytes", field="iv")
-    if len(b64u_decode(env.tag, "tag")) != TAG_BYTES:
-        raise TagInvalid(f"tag must be {TAG_BYTES} bytes", field="tag")
-    if len(b64u_decode(env.sig, "sig")) != SIGNATURE_BYTES:
-        raise SignatureInvalid(f"sig must be {SIGNATURE_BYTES} bytes", field="sig")
-    b64u_decode(env.ciphertext, "ciphertext")
-    for r in env.recipients:
-        b64u_decode(r.encrypted_key, "encrypted_key")
-    return ParsedEnvelope(header, data, mid, env)
+    iv = b64u_decode(env.iv, "iv")
+    if len(iv) != NONCE_BYTES:
+        raise NonceInvalid(f"iv is {len(iv)} bytes; must be {NONCE_BYTES}", field="iv")
+    tag = b64u_decode(env.tag, "tag")
+    if len(tag) != TAG_BYTES:
+        raise TagInvalid(f"tag is {len(tag)} bytes; must be {TAG_BYTES}", field="tag")
+    sig = b64u_decode(env.sig, "sig")
+    if len(sig) != SIGNATURE_BYTES:
+        raise SignatureInvalid(f"sig is {len(sig)} bytes; must be {SIGNATURE_BYTES}", field="sig")
+    ciphertext = b64u_decode(env.ciphertext, "ciphertext")
+    wrapped = tuple(b64u_decode(r.encrypted_key, "encrypted_key") for r in env.recipients)
+    return ParsedEnvelope(header, data, mid, env, _Binary(iv, ciphertext, tag, sig, wrapped))
 
 
 def _signing_input(env: _Envelope) -> bytes:
@@ -266,16 +376,21 @@ def _seal_with(
     max_recipients: int,
 ) -> bytes:
     # Test-only seam (known-answer vectors inject cek, iv, message_id, sent_at_ms). Not public API.
+    if len(cek) != CEK_BYTES or len(iv) != NONCE_BYTES or len(message_id) != MESSAGE_ID_BYTES:
+        raise ValueError("cek, iv and message_id must be 32, 12 and 16 bytes")
     if not recipients:
         raise RecipientListInvalid("at least one recipient is required", field="recipients")
     if len(recipients) > max_recipients:
         raise TooManyRecipients(f"{len(recipients)} recipients; limit {max_recipients}", field="recipients")
     kids = [r.wrap_kid for r in recipients]
     if len(set(kids)) != len(kids):
-        raise RecipientListInvalid("a recipient key appears twice", field="recipients")
+        raise DuplicateRecipient("a recipient key appears twice", field="recipients")
     _check_id(conversation, "cid")
-    if counter < 1:
-        raise EnvelopeMalformed("counter must be >= 1", field="ctr")
+    _check_id(sender.username, "snd")
+    if not 1 <= counter <= MAX_SAFE_INTEGER:
+        raise EnvelopeMalformed("counter must be in 1..2**53-1", field="ctr")
+    if not 0 <= sent_at_ms <= MAX_SAFE_INTEGER:
+        raise EnvelopeMalformed("sent_at_ms must be in 0..2**53-1", field="ts")
     # Size check before any RSA work: ciphertext grows the text by 4/3, each wrapped key is fixed.
     estimate = (len(plaintext) * 4 + 2) // 3 + sum(r.wrap_key.key_size // 6 + 70 for r in recipients)
     if estimate > max_bytes:
@@ -316,24 +431,27 @@ def seal(
 ) -> bytes:
     """Encrypt ``plaintext`` once and wrap its key for each recipient; sign as ``sender``.
 
-    Draws a fresh 32-byte CEK and a 12-byte nonce (os.urandom), encrypts with AES-256-GCM using
-    the protected header as AAD, wraps the CEK with RSA-OAEP-256 for every recipient (include the
-    sender to read one's own messages on other devices) and signs with Ed25519.
+    Draws a fresh 32-byte CEK and a 12-byte nonce (``os.urandom``), encrypts with AES-256-GCM
+    (RFC 7518 §5.3) using the protected header as AAD, wraps the CEK with RSA-OAEP-256 (RFC 7518
+    §4.3) for every recipient (include the sender to read one's own messages on other devices) and
+    signs with Ed25519 (RFC 8032). Costs one RSA public-key operation per recipient.
 
     Args:
         plaintext: message bytes, or text (encoded as UTF-8).
-        sender: the sender's private identity.
-        conversation: conversation id (1-64 printable characters).
+        sender: the sender's private identity (its username: 1-64 of ``[A-Za-z0-9._-]``).
+        conversation: conversation id (1-64 of ``[A-Za-z0-9._-]``).
         recipients: the recipients' public identities, in the order they appear in the envelope.
-        counter: this sender's message counter in this conversation (1, 2, ...).
+        counter: this sender's message counter in this conversation (1, 2, ...; at most 2**53-1).
         max_bytes: limit on the serialized envelope in bytes (the relay's ``max_envelope``).
         max_recipients: limit on the number of recipients.
 
     Returns:
-        The serialized envelope, UTF-8 JSON bytes (RFC 7516 §7.2.1 General JSON plus ``sig``).
+        The serialized envelope, UTF-8 JSON bytes (RFC 7516 §7.2.1 General JSON plus ``sig``);
+        about ``4/3 * len(plaintext) + 400 + n * (4/3 * modulus bytes + 70)`` bytes.
 
     Raises:
-        EnvelopeTooLarge, TooManyRecipients, RecipientListInvalid, EnvelopeMalformed.
+        EnvelopeTooLarge, TooManyRecipients, RecipientListInvalid, DuplicateRecipient,
+        EnvelopeMalformed (bad conversation id, sender name or counter).
     """
     if isinstance(plaintext, str):
         plaintext = plaintext.encode("utf-8")
@@ -361,11 +479,11 @@ def open(  # noqa: A001 - the module's public verb, used as envelope.open(...)
 ) -> Opened:
     """Verify and decrypt an envelope addressed to ``me``.
 
-    Order: shape and size checks (:func:`parse`), delivery context (``conversation``,
-    ``sender``), my recipient entry, the sender's key id against the pinned key, RSA-OAEP-256
-    unwrap (one private-key operation), AES-256-GCM decrypt with the protected header as AAD,
-    then the sender's Ed25519 signature over the whole envelope. Each step raises its own error,
-    so the log names what was tampered with; the plaintext is returned only when all pass.
+    Order (docs/PROTOCOL.md §5.7): shape and size checks (:func:`parse`); delivery context
+    (``conversation``, ``sender``); my recipient entry; the sender's key id against the pinned
+    key; the sender's Ed25519 signature; then, only for a signed envelope, RSA-OAEP-256 unwrap
+    (one private-key operation) and AES-256-GCM decryption with the protected header as AAD.
+    Each step raises its own error; the plaintext is returned only when all pass.
 
     Args:
         data: serialized envelope bytes (or a result of :func:`parse`).
@@ -374,20 +492,26 @@ def open(  # noqa: A001 - the module's public verb, used as envelope.open(...)
             ``(username, sign_kid) -> key`` that raises :class:`UnknownSenderKey`.
         conversation: the conversation the relay delivered it in; checked against ``cid``.
         sender: the sender the relay delivered it from; checked against ``snd``.
+        max_bytes, max_recipients: limits passed to :func:`parse`.
 
     Returns:
         :class:`Opened` with the plaintext and the verified header.
 
     Raises:
         the errors of :func:`parse`; ConversationMismatch; SenderMismatch; NotARecipient;
-        UnknownSenderKey; SignatureInvalid; UnwrapFailed; DecryptionFailed.
+        UnknownSenderKey; SignatureInvalid; UnwrapFailed (RSA-OAEP-256 failed, or the key is not
+        32 bytes); DecryptionFailed (AES-GCM tag check failed).
     """
     parsed = data if isinstance(data, ParsedEnvelope) else parse(
         data, max_bytes=max_bytes, max_recipients=max_recipients
     )
-    h, env = parsed.header, parsed._env
+    if parsed._bin is None:
+        parsed = parse(parsed.raw, max_bytes=max_bytes, max_recipients=max_recipients)
+    h, env, bin_ = parsed.header, parsed._env, parsed._bin
     if conversation is not None and h.cid != conversation:
-        raise ConversationMismatch("envelope belongs to another conversation", field="cid")
+        raise ConversationMismatch(
+            "envelope belongs to another conversation than the one it was delivered in", field="cid"
+        )
     if sender is not None and h.snd != sender:
         raise SenderMismatch("envelope names another sender than the one that sent it", field="snd")
     try:
@@ -395,30 +519,26 @@ def open(  # noqa: A001 - the module's public verb, used as envelope.open(...)
     except ValueError:
         raise NotARecipient("no recipient entry for my key id", field="recipients") from None
     if isinstance(resolve_sender_key, ed25519.Ed25519PublicKey):
-        if key_id(resolve_sender_key) != h.skid:
-            raise UnknownSenderKey("sender's key id is not the pinned one", field="skid")
         verify_key = resolve_sender_key
     else:
         verify_key = resolve_sender_key(h.snd, h.skid)
-    wrapped = b64u_decode(env.recipients[index].encrypted_key, "encrypted_key")
-    if len(wrapped) != me.wrap_private.key_size // 8:
+    if key_id(verify_key) != h.skid:
+        raise UnknownSenderKey("the envelope's signing key id is not the one pinned for its sender", field="skid")
+    try:
+        verify_key.verify(bin_.sig, _signing_input(env))
+    except InvalidSignature:
+        raise SignatureInvalid("sender signature does not verify", field="sig") from None
+    wrapped = bin_.wrapped[index]
+    if len(wrapped) != (me.wrap_private.key_size + 7) // 8:
         raise UnwrapFailed("encrypted_key has the wrong length for my key", field="encrypted_key")
     try:
         cek = me.wrap_private.decrypt(wrapped, _OAEP)
     except ValueError:
         raise UnwrapFailed("RSA-OAEP-256 unwrap failed", field="encrypted_key") from None
     if len(cek) != CEK_BYTES:
-        raise UnwrapFailed("unwrapped key is not 32 bytes", field="encrypted_key")
+        raise UnwrapFailed(f"unwrapped key is {len(cek)} bytes; must be {CEK_BYTES}", field="encrypted_key")
     try:
-        plaintext = AESGCM(cek).decrypt(
-            b64u_decode(env.iv, "iv"),
-            b64u_decode(env.ciphertext, "ciphertext") + b64u_decode(env.tag, "tag"),
-            env.protected.encode("ascii"),
-        )
+        plaintext = AESGCM(cek).decrypt(bin_.iv, bin_.ciphertext + bin_.tag, env.protected.encode("ascii"))
     except InvalidTag:
         raise DecryptionFailed("AES-GCM authentication failed", field="ciphertext") from None
-    try:
-        verify_key.verify(b64u_decode(env.sig, "sig"), _signing_input(env))
-    except InvalidSignature:
-        raise SignatureInvalid("sender signature does not verify", field="sig") from None
     return Opened(plaintext, h)

@@ -135,21 +135,31 @@ def decode_client_frame(data: bytes | str) -> ClientFrame:
     """Decode one client->relay frame.
 
     Raises:
-        FrameInvalid: not JSON, unknown ``type``, unknown or missing members, wrong types.
+        FrameInvalid: not JSON, unknown ``type``, unknown or missing members, wrong types,
+            nesting deeper than the decoder allows; never any other exception.
     """
     try:
         return _client_decoder.decode(data)
     except msgspec.DecodeError as exc:
         raise FrameInvalid(f"frame is not valid: {exc}", field="frame") from None
+    except RecursionError:  # JSON nested deeper than the decoder's stack (e.g. inside ``envelope``)
+        raise FrameInvalid("frame is nested too deeply", field="frame") from None
+    except (UnicodeEncodeError, TypeError):  # a str with lone surrogates, or not bytes/str at all
+        raise FrameInvalid("frame is not UTF-8 JSON text", field="frame") from None
 
 
 def decode_relay_frame(data: bytes | str) -> RelayFrame:
     """Decode one relay->client frame.
 
     Raises:
-        FrameInvalid: not JSON, unknown ``type``, unknown or missing members, wrong types.
+        FrameInvalid: not JSON, unknown ``type``, unknown or missing members, wrong types,
+            nesting deeper than the decoder allows; never any other exception.
     """
     try:
         return _relay_decoder.decode(data)
     except msgspec.DecodeError as exc:
         raise FrameInvalid(f"frame is not valid: {exc}", field="frame") from None
+    except RecursionError:  # JSON nested deeper than the decoder's stack (e.g. inside ``envelope``)
+        raise FrameInvalid("frame is nested too deeply", field="frame") from None
+    except (UnicodeEncodeError, TypeError):  # a str with lone surrogates, or not bytes/str at all
+        raise FrameInvalid("frame is not UTF-8 JSON text", field="frame") from None
