@@ -13,7 +13,7 @@ from starlette.responses import Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
-from shared import keys
+from shared import frames, keys, rotation
 from shared.b64 import b64u_decode, b64u_encode
 from shared.errors import (
     AuthFailed,
@@ -31,6 +31,7 @@ from shared.errors import (
 from . import store
 from .auth import Claims, Passwords, Tokens, bearer_token, canonical_username
 from .db import create_engine, sessionmaker
+from .limits import RateLimiter
 from .relay import Relay
 from .settings import Settings
 
@@ -56,6 +57,17 @@ class NewConversationBody(msgspec.Struct, forbid_unknown_fields=True):
     members: list[str]
 
 
+class MembersBody(msgspec.Struct, forbid_unknown_fields=True):
+    add: list[str] = []
+    remove: list[str] = []
+
+
+class RotateBody(msgspec.Struct, forbid_unknown_fields=True):
+    wrap_key: str  # b64url SPKI DER
+    sign_key: str  # b64url SPKI DER
+    signature: str  # b64url Ed25519 by the current signing key over shared.rotation.statement()
+
+
 _STATUS = {
     AuthFailed: 401, Forbidden: 403, NotFound: 404, Conflict: 409, LimitExceeded: 413,
     RateLimited: 429, KeyInvalid: 422, MalformedInput: 400,
@@ -68,7 +80,26 @@ def _json(data: object, status: int = 200) -> Response:
 
 def _error(exc: E2EEError) -> Response:
     status = next((s for cls, s in _STATUS.items() if isinstance(exc, cls)), 400)
-    return _json({"error": exc.as_dict()}, status)
+    resp = _json({"error": exc.as_dict()}, status)
+    if isinstance(exc, RateLimited):
+        resp.headers["Retry-After"] = str(max(1, round(getattr(exc, "retry_after", 1))))
+    return resp
+
+
+@dataclass
+class Limits:
+    logins: RateLimiter
+    registrations: RateLimiter
+    key_fetches: RateLimiter
+
+    @classmethod
+    def from_settings(cls, s: Settings) -> Limits:
+        per_min = 1 / 60
+        return cls(
+            RateLimiter("logins", s.rate_logins_per_min * per_min, s.rate_logins_per_min / 2),
+            RateLimiter("registrations", s.rate_registrations_per_min * per_min, s.rate_registrations_per_min / 2),
+            RateLimiter("key_fetches", s.rate_key_fetches_per_min * per_min, s.rate_key_fetches_per_min / 4),
+        )
 
 
 @dataclass
@@ -79,6 +110,7 @@ class State:
     tokens: Tokens
     passwords: Passwords
     relay: Relay
+    limits: Limits
 
 
 def _state(request: Request | WebSocket) -> State:
@@ -122,34 +154,45 @@ async def healthz(request: Request) -> Response:
     return _json({"ok": True, "level": _state(request).settings.level})
 
 
-@handler
-async def register(request: Request) -> Response:
-    st = _state(request)
-    body = await _body(request, RegisterBody)
-    username = canonical_username(body.username)
+def _peer(request: Request) -> str:
+    return request.client.host if request.client else "?"
+
+
+async def _load_keys(body: RegisterBody | RotateBody, username: str):
     try:
         wrap = keys.load_wrap_public_key(b64u_decode(body.wrap_key, "wrap_key"), username)
         sign = keys.load_signing_public_key(b64u_decode(body.sign_key, "sign_key"), username)
     except E2EEError as exc:
         raise KeyInvalid(exc.message, field=exc.field) from None
+    return keys.PublicIdentity(username, wrap, sign)
+
+
+@handler
+async def register(request: Request) -> Response:
+    st = _state(request)
+    st.limits.registrations.check(_peer(request))
+    body = await _body(request, RegisterBody)
+    username = canonical_username(body.username)
+    ident = await _load_keys(body, username)
     password_hash = await st.passwords.hash(body.password)
-    ident = keys.PublicIdentity(username, wrap, sign)
     await st.writer.run(
-        store.add_user(username, password_hash, ident.wrap_kid, keys.spki_der(wrap),
-                       ident.sign_kid, keys.spki_der(sign))
+        store.add_user(username, password_hash, ident.wrap_kid, keys.spki_der(ident.wrap_key),
+                       ident.sign_kid, keys.spki_der(ident.sign_key))
     )
-    log.info("registered user=%s wrap_bits=%d", username, wrap.key_size)
+    log.info("registered user=%s wrap_bits=%d", username, ident.wrap_key.key_size)
     return _json({"username": username, "wrap_kid": ident.wrap_kid, "sign_kid": ident.sign_kid}, 201)
 
 
 @handler
 async def login(request: Request) -> Response:
     st = _state(request)
+    st.limits.logins.check("ip:" + _peer(request))
     body = await _body(request, LoginBody)
     try:
         username = canonical_username(body.username)
     except InvalidRequest:
         username = None
+    st.limits.logins.check("user:" + (username or "?"))
     user = None
     if username is not None:
         async with st.sessions() as session:
@@ -168,17 +211,61 @@ async def renew(request: Request) -> Response:
     return _json({"token": token, "expires_at": exp, "username": claims.sub})
 
 
+def _key_json(username: str, row) -> dict:
+    return {
+        "username": username, "wrap_key": b64u_encode(row.wrap_key), "sign_key": b64u_encode(row.sign_key),
+        "wrap_kid": row.wrap_kid, "sign_kid": row.sign_kid,
+    }
+
+
 @handler
 async def user_keys(request: Request) -> Response:
-    _claims(request)
+    claims = _claims(request)
     st = _state(request)
+    st.limits.key_fetches.check(claims.sub)
     username = canonical_username(request.path_params["username"])
     async with st.sessions() as session:
         row = await store.current_keys(session, username)
-    return _json({
-        "username": username, "wrap_key": b64u_encode(row.wrap_key), "sign_key": b64u_encode(row.sign_key),
-        "wrap_kid": row.wrap_kid, "sign_kid": row.sign_kid,
-    })
+    return _json(_key_json(username, row))
+
+
+@handler
+async def user_key_history(request: Request) -> Response:
+    """Every key the user published, oldest first, each with the rotation signature (b64url or null)
+    made by the signing key before it."""
+    claims = _claims(request)
+    st = _state(request)
+    st.limits.key_fetches.check(claims.sub)
+    username = canonical_username(request.path_params["username"])
+    async with st.sessions() as session:
+        rows = await store.key_history(session, username)
+    if not rows:
+        raise NotFound(f"no user {username!r}", field="username")
+    return _json({"username": username, "keys": [
+        {**_key_json(username, r), "current": r.current, "created_at_ms": r.created_at_ms,
+         "rotation_sig": b64u_encode(r.rotation_sig) if r.rotation_sig else None} for r in rows]})
+
+
+@handler
+async def rotate_keys(request: Request) -> Response:
+    """Publish new keys, signed by the current signing key; members are told by a key_changed event."""
+    claims = _claims(request)
+    st = _state(request)
+    body = await _body(request, RotateBody)
+    new = await _load_keys(body, claims.sub)
+    async with st.sessions() as session:
+        old = await store.current_keys(session, claims.sub)
+        user = await store.get_user(session, claims.sub)
+    old_sign = keys.load_signing_public_key(old.sign_key, claims.sub)
+    sig = b64u_decode(body.signature, "signature")
+    rotation.verify(old_sign, new.wrap_kid, new.sign_kid, sig)
+    await st.writer.run(store.rotate_keys(user.id, new.wrap_kid, keys.spki_der(new.wrap_key), new.sign_kid,
+                                          keys.spki_der(new.sign_key), sig))
+    async with st.sessions() as session:
+        peers = await store.peers_of(session, user.id)
+    st.relay.notify(peers, frames.Event("key_changed", user=claims.sub))
+    log.info("keys rotated user=%s peers=%d", claims.sub, len(peers))
+    return _json({"wrap_kid": new.wrap_kid, "sign_kid": new.sign_kid})
 
 
 @handler
@@ -202,6 +289,59 @@ async def create_conversation(request: Request) -> Response:
     return _json({"id": cid, "title": title, "members": sorted(names)}, 201)
 
 
+async def _member_of(st: State, claims: Claims, cid: str):
+    async with st.sessions() as session:
+        user = await store.get_user(session, claims.sub)
+        members = await store.member_keys(session, cid)
+    if user is None or not any(m.user_id == user.id for m in members):
+        raise Forbidden("not a member of this conversation", field="conversation")
+    return user, members
+
+
+@handler
+async def change_members(request: Request) -> Response:
+    """Add or remove members (members only); every member, old and new, gets a members_changed event."""
+    claims = _claims(request)
+    st = _state(request)
+    cid = request.path_params["cid"]
+    body = await _body(request, MembersBody)
+    _, members = await _member_of(st, claims, cid)
+    async with st.sessions() as session:
+        add = {n: await store.get_user(session, canonical_username(n)) for n in body.add}
+        remove = {n: await store.get_user(session, canonical_username(n)) for n in body.remove}
+    unknown = sorted(n for n, u in {**add, **remove}.items() if u is None)
+    if unknown:
+        raise NotFound(f"unknown users: {', '.join(unknown)}", field="members")
+    before = {m.user_id for m in members}
+    after = (before | {u.id for u in add.values()}) - {u.id for u in remove.values()}
+    if not 1 <= len(after) <= st.settings.max_members:
+        raise InvalidRequest(f"a conversation has 1-{st.settings.max_members} members", field="members")
+    await st.writer.run(store.change_members(cid, [u.id for u in add.values()], [u.id for u in remove.values()]))
+    st.relay.notify(list(before | after), frames.Event("members_changed", conversation=cid))
+    async with st.sessions() as session:
+        names = [m.username for m in await store.member_keys(session, cid)]
+    log.info("members changed conv=%s by=%s added=%d removed=%d", cid, claims.sub, len(add), len(remove))
+    return _json({"id": cid, "members": names})
+
+
+@handler
+async def post_message(request: Request) -> Response:
+    """REST send: the body is the envelope; same checks as the websocket; 201 with mid and seq."""
+    claims = _claims(request)
+    st = _state(request)
+    data = await request.body()
+    if len(data) > st.settings.max_envelope_bytes:
+        raise LimitExceeded(f"envelope over {st.settings.max_envelope_bytes} bytes", field="envelope")
+    async with st.sessions() as session:
+        user = await store.get_user(session, claims.sub)
+    if user is None:
+        raise AuthFailed("token subject is unknown", field="sub")
+    st.relay.sends.check(user.username)
+    stored = await st.relay.accept(user.username, user.id, request.path_params["cid"], data)
+    return _json({"mid": stored.mid, "seq": stored.seq, "duplicate": stored.duplicate},
+                 200 if stored.duplicate else 201)
+
+
 @handler
 async def list_conversations(request: Request) -> Response:
     claims = _claims(request)
@@ -223,8 +363,12 @@ routes = [
     Route("/v1/token", login, methods=["POST"]),
     Route("/v1/token/renew", renew, methods=["POST"]),
     Route("/v1/users/{username}/keys", user_keys),
+    Route("/v1/users/{username}/keys/history", user_key_history),
+    Route("/v1/keys/rotate", rotate_keys, methods=["POST"]),
     Route("/v1/conversations", create_conversation, methods=["POST"]),
     Route("/v1/conversations", list_conversations, methods=["GET"]),
+    Route("/v1/conversations/{cid}/members", change_members, methods=["POST"]),
+    Route("/v1/conversations/{cid}/messages", post_message, methods=["POST"]),
     WebSocketRoute("/v1/ws", websocket),
 ]
 
@@ -238,11 +382,11 @@ def create_app(settings: Settings) -> Starlette:
         sessions = sessionmaker(engine)
         writer = store.Writer(sessions)
         writer.start()
-        tokens = Tokens(settings.resolve_jwt_secret(), settings.jwt_issuer, settings.jwt_audience,
-                        settings.token_ttl_s, settings.jwt_leeway_s)
+        tokens = Tokens(settings.jwt_algorithm, settings.resolve_jwt_key(), settings.jwt_issuer,
+                        settings.jwt_audience, settings.token_ttl_s, settings.jwt_leeway_s)
         passwords = Passwords(settings.argon2_time_cost, settings.argon2_memory_kib, settings.argon2_parallelism)
         relay = Relay(settings, tokens, sessions, writer)
-        app.state.e2ee = State(settings, sessions, writer, tokens, passwords, relay)
+        app.state.e2ee = State(settings, sessions, writer, tokens, passwords, relay, Limits.from_settings(settings))
         log.info("relay ready level=%d db=%s", settings.level, engine.dialect.name)
         try:
             yield

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import jwt
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
+from cryptography.hazmat.primitives.asymmetric import ed25519
 
 from shared.errors import AuthFailed, InvalidRequest
 
@@ -83,14 +84,25 @@ class Claims:
 
 
 class Tokens:
-    """Issue and verify HS256 JWTs. Keys are given once; nothing is parsed per call."""
+    """Issue and verify JWTs with one fixed algorithm (HS256 or EdDSA/Ed25519, RFC 8037).
 
-    ALGORITHMS = ("HS256",)
+    Keys are given once as bytes (HS256 secret, >= 32 bytes) or key objects (EdDSA); nothing
+    is parsed per call. Only the configured algorithm is accepted, so ``alg: none`` and
+    HS/asymmetric key confusion are refused.
+    """
 
-    def __init__(self, secret: bytes, issuer: str, audience: str, ttl_s: int, leeway_s: int) -> None:
-        if len(secret) < 32:
-            raise ValueError("JWT secret must be at least 32 bytes")
-        self._secret = secret
+    def __init__(self, algorithm: str, key, issuer: str, audience: str, ttl_s: int, leeway_s: int) -> None:
+        if algorithm == "HS256":
+            if not isinstance(key, bytes) or len(key) < 32:
+                raise ValueError("HS256 secret must be at least 32 bytes")
+            self._sign_key, self._verify_key = key, key
+        elif algorithm == "EdDSA":
+            if not isinstance(key, ed25519.Ed25519PrivateKey):
+                raise ValueError("EdDSA needs an Ed25519 private key")
+            self._sign_key, self._verify_key = key, key.public_key()
+        else:
+            raise ValueError("JWT algorithm must be HS256 or EdDSA")
+        self.algorithm = algorithm
         self.issuer = issuer
         self.audience = audience
         self.ttl_s = ttl_s
@@ -104,7 +116,7 @@ class Tokens:
             "sub": subject, "iss": self.issuer, "aud": self.audience,
             "iat": now, "nbf": now, "exp": exp, "jti": secrets.token_urlsafe(12),
         }
-        return jwt.encode(claims, self._secret, algorithm="HS256"), exp
+        return jwt.encode(claims, self._sign_key, algorithm=self.algorithm), exp
 
     def verify(self, token: str) -> Claims:
         """Verify ``token`` and return its claims.
@@ -118,8 +130,8 @@ class Tokens:
         try:
             claims = jwt.decode(
                 token,
-                self._secret,
-                algorithms=list(self.ALGORITHMS),
+                self._verify_key,
+                algorithms=[self.algorithm],
                 audience=self.audience,
                 issuer=self.issuer,
                 leeway=self.leeway_s,

@@ -14,7 +14,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="e2ee-relay",
         description="e2ee-chat relay. Every option can also be set as E2EE_<NAME> in the environment.",
     )
-    p.add_argument("command", nargs="?", default="serve", choices=["serve", "migrate"])
+    p.add_argument("command", nargs="?", default="serve", choices=["serve", "migrate", "dev-cert"],
+                   help="serve (default), migrate the database, or write a self-signed dev certificate")
     for f in dataclasses.fields(Settings):
         flag = "--" + f.name.replace("_", "-")
         help_text = f"{f.metadata.get('help', '')} (env E2EE_{f.name.upper()})"
@@ -36,6 +37,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"e2ee-relay: {exc}", file=sys.stderr)
         return 2
     data_dir = settings.ensure_data_dir()
+    if command == "dev-cert":
+        from .devcert import write_dev_cert
+
+        cert, key = write_dev_cert(data_dir / "tls")
+        print(f"wrote {cert} and {key}\nserve with: e2ee-relay --ssl-certfile {cert} --ssl-keyfile {key}")
+        return 0
 
     from . import logs, migrate
 
@@ -49,8 +56,19 @@ def main(argv: list[str] | None = None) -> int:
 
     from .app import create_app
 
-    uvicorn.run(
-        create_app(settings),
+    app = create_app(settings)
+
+    class RelayServer(uvicorn.Server):
+        """uvicorn, but websockets are closed by the relay with 1001 before uvicorn's own shutdown."""
+
+        async def shutdown(self, sockets=None) -> None:
+            state = getattr(app.state, "e2ee", None)
+            if state is not None:
+                await state.relay.shutdown()
+            await super().shutdown(sockets)
+
+    config = uvicorn.Config(
+        app,
         host=settings.host,
         port=settings.port,
         log_config=log_config,
@@ -58,7 +76,10 @@ def main(argv: list[str] | None = None) -> int:
         ws_per_message_deflate=False,
         timeout_graceful_shutdown=5,
         lifespan="on",
+        ssl_certfile=settings.ssl_certfile or None,
+        ssl_keyfile=settings.ssl_keyfile or None,
     )
+    RelayServer(config).run()
     return 0
 
 

@@ -55,6 +55,9 @@ class UserKey(Base):
     sign_key: Mapped[bytes] = mapped_column(LargeBinary)  # SPKI DER
     current: Mapped[bool] = mapped_column(Boolean, default=True)
     created_at_ms: Mapped[int] = mapped_column(BigInteger)
+    # Ed25519 signature by the previous signing key over "e2ee-chat/v1/rotate.<wrap_kid>.<sign_kid>";
+    # None for a user's first keys.
+    rotation_sig: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
 
 
 class Conversation(Base):

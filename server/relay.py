@@ -29,6 +29,7 @@ from shared.errors import (
 
 from . import store
 from .auth import Tokens, bearer_token
+from .limits import RateLimiter
 from .settings import Settings
 
 log = logging.getLogger("e2ee.relay")
@@ -73,7 +74,8 @@ class Connection:
             data = await self.queue.get()
             if data is None:
                 with contextlib.suppress(Exception):
-                    await self.ws.close(CLOSE_SLOW if self.closing else CLOSE_GOING_AWAY, self.closing or "")
+                    await self.ws.close(CLOSE_SLOW if self.closing else CLOSE_GOING_AWAY,
+                                        self.closing or "relay shutting down")
                 return
             self.pending_bytes -= len(data)
             await self.ws.send_text(data.decode("utf-8"))
@@ -108,6 +110,14 @@ class Hub:
         return [c for conns in self._conns.values() for c in conns]
 
 
+def _mid_of(raw: bytes) -> str | None:
+    """The envelope's message id if it can be read (to reference it in an error frame)."""
+    try:
+        return envelope.parse(raw, max_bytes=len(raw)).header.mid
+    except E2EEError:
+        return None
+
+
 class Relay:
     """Websocket protocol handler; one instance per relay process (``app.state.relay``)."""
 
@@ -117,6 +127,7 @@ class Relay:
         self.sessions = sessions
         self.writer = writer
         self.hub = Hub()
+        self.sends = RateLimiter("sends", settings.rate_sends_per_s, settings.rate_sends_burst)
         self.hello = frames.encode(
             frames.Hello(
                 version=envelope.VERSION, level=settings.level, max_frame=settings.max_frame_bytes,
@@ -125,10 +136,17 @@ class Relay:
             )
         ).decode()
 
-    async def shutdown(self) -> None:
-        for conn in self.hub.all():
+    async def shutdown(self, timeout: float = 3.0) -> None:
+        """Close every websocket with 1001 after the frames already queued to it are sent."""
+        conns = self.hub.all()
+        for conn in conns:
             conn.closing = None
             conn.queue.put_nowait(None)
+        deadline = asyncio.get_running_loop().time() + timeout
+        while self.hub.all() and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.02)
+        if conns:
+            log.info("shutdown closed %d websockets (1001)", len(conns))
 
     # -- connection life ---------------------------------------------------------------------------
     async def serve(self, ws: WebSocket) -> None:
@@ -246,49 +264,71 @@ class Relay:
             frames.Error(exc.code, exc.message, exc.field, getattr(exc, "detail", None), ref)
         )
 
-    # -- frames --------------------------------------------------------------------------------------
+    # -- the send path (websocket and REST) -------------------------------------------------------
+    async def accept(self, user: str, user_id: int, conversation: str, raw: bytes,
+                     exclude: Connection | None = None) -> frames.Stored:
+        """Validate an envelope from ``user``, store it, and fan it out to online members.
+
+        Checks, before anything is stored: size and shape (``envelope.parse``), the frame's
+        conversation equals the header's ``cid``, the header's sender is ``user`` (the token's
+        subject), ``user`` is a member, and the recipients are exactly the members' current wrap
+        keys. A repeated (sender, mid) returns the first ``seq`` with ``duplicate=True``.
+
+        Returns:
+            the ``stored`` frame to send to the sender (after the commit).
+
+        Raises:
+            E2EEError subclasses: EnvelopeTooLarge, EnvelopeMalformed, ConversationMismatch,
+            SenderMismatch, Forbidden, RecipientsMismatch.
+        """
+        parsed = envelope.parse(
+            raw, max_bytes=self.settings.max_envelope_bytes, max_recipients=self.settings.max_recipients
+        )
+        h = parsed.header
+        if h.cid != conversation:
+            raise ConversationMismatch("envelope cid differs from the frame's conversation", field="cid")
+        if h.snd != user:
+            raise SenderMismatch("envelope sender must be the authenticated user", field="snd")
+        async with self.sessions() as session:
+            members = await store.member_keys(session, h.cid)
+        if not any(m.user_id == user_id for m in members):
+            raise Forbidden("not a member of this conversation", field="conversation")
+        kids = set(h.rkids)
+        expected = {m.wrap_kid for m in members if m.wrap_kid}
+        missing = [m.username for m in members if m.wrap_kid is None or m.wrap_kid not in kids]
+        extra = sorted(kids - expected)
+        if missing or extra:
+            raise RecipientsMismatch(missing, extra)
+        result = await self.writer.run(
+            store.add_message(h.cid, user_id, h.mid, raw, [m.user_id for m in members])
+        )
+        if result.duplicate:
+            log.info("duplicate user=%s seq=%d", user, result.seq)
+        else:
+            out = frames.encode(frames.Message(result.seq, h.cid, user, msgspec.Raw(raw)))
+            n = self.hub.deliver([m.user_id for m in members], out, exclude=exclude)
+            log.info("stored seq=%d conv=%s from=%s bytes=%d recipients=%d online=%d",
+                     result.seq, h.cid, user, len(raw), len(members), n)
+        return frames.Stored(h.mid, result.seq, h.cid, result.duplicate)
+
+    def notify(self, user_ids: list[int], event: frames.Event) -> None:
+        """Send an ``event`` frame to every online connection of ``user_ids``."""
+        self.hub.deliver(sorted(set(user_ids)), frames.encode(event))
+
     async def _send(self, conn: Connection, frame: frames.Send) -> None:
         raw = bytes(frame.envelope)
-        ref = None
         try:
-            parsed = envelope.parse(
-                raw, max_bytes=self.settings.max_envelope_bytes, max_recipients=self.settings.max_recipients
-            )
-            h = parsed.header
-            ref = h.mid
-            if h.cid != frame.conversation:
-                raise ConversationMismatch("envelope cid differs from the frame's conversation", field="cid")
-            if h.snd != conn.user:
-                raise SenderMismatch("envelope sender must be the authenticated user", field="snd")
-            async with self.sessions() as session:
-                members = await store.member_keys(session, h.cid)
-            if not any(m.user_id == conn.user_id for m in members):
-                raise Forbidden("not a member of this conversation", field="conversation")
-            kids = set(h.rkids)
-            expected = {m.wrap_kid for m in members if m.wrap_kid}
-            missing = [m.username for m in members if m.wrap_kid is None or m.wrap_kid not in kids]
-            extra = sorted(kids - expected)
-            if missing or extra:
-                raise RecipientsMismatch(missing, extra)
-            result = await self.writer.run(
-                store.add_message(h.cid, conn.user_id, h.mid, raw, [m.user_id for m in members])
-            )
+            self.sends.check(conn.user)
+            stored = await self.accept(conn.user, conn.user_id, frame.conversation, raw, exclude=conn)
         except E2EEError as exc:
             log.info("send refused user=%s code=%s bytes=%d", conn.user, exc.code, len(raw))
-            conn.enqueue(self._error(exc, ref))
+            conn.enqueue(self._error(exc, _mid_of(raw)))
             return
         except Exception:
             log.exception("send failed user=%s bytes=%d", conn.user, len(raw))
-            conn.enqueue(self._error(E2EEError("internal error; not stored"), ref))
+            conn.enqueue(self._error(E2EEError("internal error; not stored"), _mid_of(raw)))
             return
-        conn.enqueue(frames.encode(frames.Stored(h.mid, result.seq, h.cid, result.duplicate)))
-        if result.duplicate:
-            log.info("duplicate user=%s seq=%d", conn.user, result.seq)
-            return
-        out = frames.encode(frames.Message(result.seq, h.cid, conn.user, msgspec.Raw(raw)))
-        n = self.hub.deliver([m.user_id for m in members], out, exclude=conn)
-        log.info("stored seq=%d conv=%s from=%s bytes=%d recipients=%d online=%d",
-                 result.seq, h.cid, conn.user, len(raw), len(members), n)
+        conn.enqueue(frames.encode(stored))
 
     async def _sync(self, conn: Connection, frame: frames.Sync) -> None:
         limit = max(1, min(frame.limit, SYNC_MAX_LIMIT))

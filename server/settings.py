@@ -36,6 +36,7 @@ class Settings:
     jwt_secret: str = field(
         default="", metadata={"help": "HS256 secret; default: generated into data_dir/jwt.secret"}
     )
+    jwt_algorithm: str = field(default="HS256", metadata={"help": "HS256 or EdDSA (Ed25519 key in data_dir)"})
     jwt_issuer: str = field(default="e2ee-chat-relay", metadata={"help": "JWT iss"})
     jwt_audience: str = field(default="e2ee-chat", metadata={"help": "JWT aud"})
     token_ttl_s: int = field(default=900, metadata={"help": "JWT lifetime in seconds (max 900)"})
@@ -53,10 +54,17 @@ class Settings:
     )
     max_inflight_sends: int = field(default=64, metadata={"help": "unacked sends per connection"})
     auth_timeout_s: float = field(default=5.0, metadata={"help": "time to authenticate a websocket"})
+    rate_sends_per_s: float = field(default=50.0, metadata={"help": "sends per user per second (0: off)"})
+    rate_sends_burst: int = field(default=200, metadata={"help": "burst of sends per user"})
+    rate_logins_per_min: float = field(default=20.0, metadata={"help": "logins per username and per IP, per minute"})
+    rate_registrations_per_min: float = field(default=10.0, metadata={"help": "registrations per IP per minute"})
+    rate_key_fetches_per_min: float = field(default=600.0, metadata={"help": "key fetches per user per minute"})
     argon2_time_cost: int = field(default=3, metadata={"help": "argon2id passes"})
     argon2_memory_kib: int = field(default=65536, metadata={"help": "argon2id memory, KiB"})
     argon2_parallelism: int = field(default=4, metadata={"help": "argon2id lanes"})
     sqlite_synchronous: str = field(default="FULL", metadata={"help": "SQLite synchronous pragma"})
+    ssl_certfile: str = field(default="", metadata={"help": "TLS certificate (PEM); serves https/wss"})
+    ssl_keyfile: str = field(default="", metadata={"help": "TLS private key (PEM)"})
     log_format: str = field(default="plain", metadata={"help": "plain or json"})
     log_level: str = field(default="INFO", metadata={"help": "logging level"})
 
@@ -71,6 +79,8 @@ class Settings:
             raise ValueError("token_ttl_s must be in 1..900")
         if not 0 <= self.jwt_leeway_s <= 5:
             raise ValueError("jwt_leeway_s must be in 0..5")
+        if self.jwt_algorithm not in ("HS256", "EdDSA"):
+            raise ValueError("jwt_algorithm must be HS256 or EdDSA")
         if self.log_format not in ("plain", "json"):
             raise ValueError("log_format must be plain or json")
 
@@ -92,19 +102,33 @@ class Settings:
         self.data_path.mkdir(parents=True, exist_ok=True, mode=0o700)
         return self.data_path
 
-    def resolve_jwt_secret(self) -> bytes:
-        """The HS256 secret: ``jwt_secret`` or ``data_dir/jwt.secret`` (32 random bytes, 0600)."""
-        if self.jwt_secret:
+    def resolve_jwt_key(self):
+        """The JWT signing key, loaded once: for HS256 the ``jwt_secret`` or ``data_dir/jwt.secret``
+        (32 random bytes, hex, 0600); for EdDSA an Ed25519 key in ``data_dir/jwt-ed25519.pem`` (0600).
+        Both are generated at first start."""
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import ed25519
+
+        if self.jwt_algorithm == "HS256" and self.jwt_secret:
             return self.jwt_secret.encode()
-        path = self.ensure_data_dir() / "jwt.secret"
-        try:
-            return bytes.fromhex(path.read_text().strip())
-        except FileNotFoundError:
-            secret = secrets.token_bytes(32)
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "w") as f:
-                f.write(secret.hex())
-            return secret
+        name = "jwt.secret" if self.jwt_algorithm == "HS256" else "jwt-ed25519.pem"
+        path = self.ensure_data_dir() / name
+        if not path.exists():
+            if self.jwt_algorithm == "HS256":
+                data = secrets.token_bytes(32).hex().encode()
+            else:
+                data = ed25519.Ed25519PrivateKey.generate().private_bytes(
+                    serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                with os.fdopen(fd, "wb") as f:
+                    f.write(data)
+            except FileExistsError:
+                pass  # another relay process sharing the folder wrote it first
+        data = path.read_bytes()
+        if self.jwt_algorithm == "HS256":
+            return bytes.fromhex(data.decode().strip())
+        return serialization.load_pem_private_key(data, password=None)
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None, **overrides) -> Settings:

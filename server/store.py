@@ -184,6 +184,61 @@ def add_message(
     return op
 
 
+def rotate_keys(
+    user_id: int, wrap_kid: str, wrap_der: bytes, sign_kid: str, sign_der: bytes, rotation_sig: bytes
+) -> Callable[[AsyncSession], Awaitable[None]]:
+    """A write op replacing ``user_id``'s current keys (history is kept).
+
+    Raises (when run):
+        Conflict: the new wrap key is already registered.
+    """
+
+    async def op(s: AsyncSession) -> None:
+        if (await s.execute(select(UserKey.id).where(UserKey.wrap_kid == wrap_kid))).first():
+            raise Conflict("this wrap key is already registered", field="wrap_key")
+        await s.execute(update(UserKey).where(UserKey.user_id == user_id).values(current=False))
+        s.add(UserKey(
+            user_id=user_id, wrap_kid=wrap_kid, wrap_key=wrap_der, sign_kid=sign_kid, sign_key=sign_der,
+            current=True, created_at_ms=now_ms(), rotation_sig=rotation_sig,
+        ))
+
+    return op
+
+
+async def key_history(session: AsyncSession, username: str) -> list[UserKey]:
+    """All keys ``username`` ever published, oldest first."""
+    rows = await session.execute(
+        select(UserKey).join(User, User.id == UserKey.user_id).where(User.username == username).order_by(UserKey.id)
+    )
+    return list(rows.scalars())
+
+
+async def peers_of(session: AsyncSession, user_id: int) -> list[int]:
+    """Ids of every user sharing at least one conversation with ``user_id`` (itself included)."""
+    mine = select(Member.conversation_id).where(Member.user_id == user_id)
+    rows = await session.execute(select(Member.user_id).where(Member.conversation_id.in_(mine)).distinct())
+    return [r[0] for r in rows] or [user_id]
+
+
+def change_members(
+    conversation_id: str, add: list[int], remove: list[int]
+) -> Callable[[AsyncSession], Awaitable[None]]:
+    """A write op adding and removing members of a conversation (idempotent)."""
+
+    async def op(s: AsyncSession) -> None:
+        present = set((await s.execute(
+            select(Member.user_id).where(Member.conversation_id == conversation_id))).scalars())
+        t = now_ms()
+        s.add_all(Member(conversation_id=conversation_id, user_id=uid, joined_at_ms=t)
+                  for uid in sorted(set(add) - present))
+        gone = sorted(set(remove) & present)
+        if gone:
+            await s.execute(Member.__table__.delete().where(
+                Member.conversation_id == conversation_id, Member.user_id.in_(gone)))
+
+    return op
+
+
 def ack_up_to(user_id: int, seq: int) -> Callable[[AsyncSession], Awaitable[list[tuple[int, int]]]]:
     """A write op marking ``user_id``'s deliveries with ``seq <= seq`` acknowledged.
 
