@@ -277,3 +277,9 @@ class ChallengeMismatch(VerificationFailed):
     """An L3 handshake does not carry this connection's challenge (replayed or stale)."""
 
     code = "challenge_mismatch"
+
+
+class Replayed(VerificationFailed):
+    """An L3 envelope's ``seq`` is not above the highest already accepted in its direction."""
+
+    code = "replayed"
