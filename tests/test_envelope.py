@@ -60,30 +60,49 @@ def test_fresh_key_and_nonce_per_message(identities):
     assert a["ciphertext"] != b["ciphertext"]
 
 
+def resign(env: bytes, signer) -> bytes:
+    """Sign ``env`` again as ``signer`` (what the sender, holding the CEK, could do)."""
+    parsed = envelope.parse(env, max_bytes=1 << 20)
+    doc = json.loads(env)
+    doc["sig"] = b64u_encode(signer.sign_private.sign(envelope._signing_input(parsed._env)))
+    return json.dumps(doc).encode()
+
+
+PARTS = ["ciphertext", "tag", "iv", "encrypted_key", "protected"]
+
+
+def tamper(env: bytes, member: str) -> bytes:
+    if member == "protected":
+        doc = json.loads(env)
+        header = json.loads(b64u_decode(doc["protected"]))
+        header["ts"] += 1  # still a valid header, one value changed
+        doc["protected"] = b64u_encode(json.dumps(header, separators=(",", ":")).encode())
+        return json.dumps(doc).encode()
+    return flip(env, member, index=1, byte=0 if member == "iv" else -5)  # bob's entry
+
+
+@pytest.mark.parametrize("member", [*PARTS, "sig"])
+def test_flipped_byte_anywhere_fails_the_signature_before_any_rsa_work(identities, member):
+    env = tamper(seal(identities), member) if member != "sig" else flip(seal(identities), "sig")
+    with pytest.raises(SignatureInvalid):
+        envelope.open(env, identities["bob"], identities["alice"].public.sign_key)
+
+
 @pytest.mark.parametrize(
     ("member", "error"),
     [
         ("ciphertext", DecryptionFailed),
         ("tag", DecryptionFailed),
         ("iv", DecryptionFailed),
+        ("protected", DecryptionFailed),
         ("encrypted_key", UnwrapFailed),
-        ("sig", SignatureInvalid),
     ],
 )
-def test_flipped_byte_raises_its_error(identities, member, error):
-    index = 1  # bob's entry
-    env = flip(seal(identities), member, index=index, byte=-5 if member != "iv" else 0)
+def test_each_layer_catches_its_part_even_under_a_valid_signature(identities, member, error):
+    # The sender (who knows the CEK) re-signs a tampered envelope: GCM and OAEP still refuse it.
+    env = resign(tamper(seal(identities), member), identities["alice"])
     with pytest.raises(error):
         envelope.open(env, identities["bob"], identities["alice"].public.sign_key)
-
-
-def test_flipped_protected_header_byte_fails_authentication(identities):
-    doc = json.loads(seal(identities))
-    header = json.loads(b64u_decode(doc["protected"]))
-    header["ts"] += 1  # a valid header, one value changed
-    doc["protected"] = b64u_encode(json.dumps(header, separators=(",", ":")).encode())
-    with pytest.raises(DecryptionFailed):
-        envelope.open(json.dumps(doc).encode(), identities["bob"], identities["alice"].public.sign_key)
 
 
 def test_other_recipients_wrapped_key_is_covered_by_the_signature(identities):
