@@ -1,0 +1,524 @@
+"""Regenerate the known-answer vectors in this folder. Run by hand; tests only READ the files.
+
+    .venv/bin/python tests/vectors/make_vectors.py            # vectors from the committed keys
+    .venv/bin/python tests/vectors/make_vectors.py --new-keys # also draw new test keys (rarely)
+
+Keys (``keys.json``, ``key_pool.json``) are drawn once and then kept: every other value is derived
+from them and from fixed inputs (CEK, nonce, message id, time are SHA-256 of a label), so
+regenerating changes only what is random by design: RSA-OAEP ciphertexts (``encrypted_key``,
+the L3 handshake) and therefore the L4 signatures over them. The tests check each vector by the
+document's rules (open it, unwrap it, verify it, recompute the deterministic parts), so a
+regenerated set passes as long as the code still follows docs/PROTOCOL.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import hashlib
+import json
+import sys
+
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa
+from vectorlib import (
+    VECTORS_DIR,
+    b64u,
+    build,
+    compact_json,
+    header_for,
+    identities,
+    load,
+    relay_private,
+    resign,
+    unb64u,
+)
+
+from shared import envelope, keys, l3
+from shared.keys import Identity
+
+S = serialization
+TS = 1_767_225_600_000  # 2026-01-01T00:00:00Z in ms
+NOTICE = "PUBLIC TEST KEYS AND VECTORS for e2ee-chat (docs/PROTOCOL.md). Never use these keys for anything else."
+
+
+def det(label: str, n: int) -> bytes:
+    """``n`` bytes derived from ``label`` (fixed inputs for the known-answer vectors)."""
+    out = b""
+    counter = 0
+    while len(out) < n:
+        out += hashlib.sha256(f"e2ee-chat/vectors/{label}/{counter}".encode()).digest()
+        counter += 1
+    return out[:n]
+
+
+def write(name: str, data: dict) -> None:
+    path = VECTORS_DIR / name
+    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", "utf-8")
+    print(f"wrote {path.relative_to(VECTORS_DIR.parent.parent)}")
+
+
+# -- keys --------------------------------------------------------------------------------------
+def pem(key, fmt=S.PublicFormat.SubjectPublicKeyInfo) -> str:
+    return key.public_bytes(S.Encoding.PEM, fmt).decode()
+
+
+def der(key, fmt=S.PublicFormat.SubjectPublicKeyInfo) -> str:
+    return b64u(key.public_bytes(S.Encoding.DER, fmt))
+
+
+def wrap_entry(priv: rsa.RSAPrivateKey) -> dict:
+    pub = priv.public_key()
+    kid = keys.key_id(pub)
+    return {
+        "wrap_bits": priv.key_size,
+        "wrap_private_pkcs8_pem": priv.private_bytes(S.Encoding.PEM, S.PrivateFormat.PKCS8, S.NoEncryption()).decode(),
+        "wrap_private_pkcs8_der": b64u(priv.private_bytes(S.Encoding.DER, S.PrivateFormat.PKCS8, S.NoEncryption())),
+        "wrap_public_spki_der": der(pub),
+        "wrap_public_spki_pem": pem(pub),
+        "wrap_public_pkcs1_pem": pem(pub, S.PublicFormat.PKCS1),
+        "wrap_public_pkcs1_der": der(pub, S.PublicFormat.PKCS1),
+        "wrap_kid": kid,
+        "wrap_fingerprint": keys.fingerprint(kid),
+    }
+
+
+def sign_entry(priv: ed25519.Ed25519PrivateKey) -> dict:
+    pub = priv.public_key()
+    kid = keys.key_id(pub)
+    return {
+        "sign_private_seed": b64u(priv.private_bytes(S.Encoding.Raw, S.PrivateFormat.Raw, S.NoEncryption())),
+        "sign_private_pkcs8_der": b64u(priv.private_bytes(S.Encoding.DER, S.PrivateFormat.PKCS8, S.NoEncryption())),
+        "sign_public_raw": b64u(pub.public_bytes(S.Encoding.Raw, S.PublicFormat.Raw)),
+        "sign_public_spki_der": der(pub),
+        "sign_public_spki_pem": pem(pub),
+        "sign_kid": kid,
+        "sign_fingerprint": keys.fingerprint(kid),
+    }
+
+
+def user_entry(ident: Identity) -> dict:
+    return {"username": ident.username, **wrap_entry(ident.wrap_private), **sign_entry(ident.sign_private)}
+
+
+def refused_keys() -> list[dict]:
+    """Public keys a user may not publish as a wrap key, each with the error that names the user."""
+    small = rsa.generate_private_key(65537, 1024).public_key()
+    e3 = rsa.generate_private_key(3, 2048).public_key()
+    p256 = ec.generate_private_key(ec.SECP256R1()).public_key()
+    edk = ed25519.Ed25519PrivateKey.generate().public_key()
+    return [
+        {"name": "rsa_1024", "owner": "mallory", "spki_pem": pem(small), "error": "KeySizeRefused",
+         "code": "key_size_refused"},
+        {"name": "rsa_e_3", "owner": "mallory", "spki_pem": pem(e3), "error": "KeyExponentRefused",
+         "code": "key_exponent_refused"},
+        {"name": "ec_p256", "owner": "mallory", "spki_pem": pem(p256), "error": "KeyTypeRefused",
+         "code": "key_type_refused"},
+        {"name": "ed25519_as_wrap_key", "owner": "mallory", "spki_pem": pem(edk), "error": "KeyTypeRefused",
+         "code": "key_type_refused"},
+        {"name": "not_a_key", "owner": "mallory",
+         "spki_pem": "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n",
+         "error": "KeyInvalid", "code": "key_invalid"},
+    ]
+
+
+def new_keys() -> None:
+    users = {
+        "alice": Identity.generate("alice", 2048),
+        "bob": Identity.generate("bob", 3072),
+        "carol": Identity.generate("carol", 2048),
+        "mallory": Identity.generate("mallory", 2048),
+    }
+    relay = keys.generate_wrap_key(2048)
+    write("keys.json", {
+        "notice": NOTICE,
+        "users": {n: user_entry(i) for n, i in users.items()},
+        "relay": {"username": "relay", **wrap_entry(relay)},
+        "refused_wrap_keys": refused_keys(),
+    })
+    pool = []
+    for i in range(64):
+        ident = Identity.generate(f"user{i:02d}", 2048)
+        pool.append({
+            "username": ident.username,
+            "wrap_private_pkcs8_der": b64u(
+                ident.wrap_private.private_bytes(S.Encoding.DER, S.PrivateFormat.PKCS8, S.NoEncryption())
+            ),
+            "sign_private_seed": b64u(
+                ident.sign_private.private_bytes(S.Encoding.Raw, S.PrivateFormat.Raw, S.NoEncryption())
+            ),
+        })
+    write("key_pool.json", {"notice": NOTICE, "identities": pool})
+
+
+# -- safety numbers ----------------------------------------------------------------------------
+def safety_vectors(ids: dict[str, Identity]) -> dict:
+    out = []
+    for a, b in (("alice", "bob"), ("bob", "alice"), ("alice", "carol"), ("carol", "mallory")):
+        pa, pb = ids[a].public, ids[b].public
+        halves = {}
+        for p in (pa, pb):
+            data = (b"e2ee-chat/v1/safety\x00" + p.username.encode() + b"\x00"
+                    + unb64u(p.wrap_kid) + unb64u(p.sign_kid))
+            halves[p.username] = {"hash_input_hex": data.hex(), "sha512_hex": hashlib.sha512(data).hexdigest()}
+        out.append({"a": a, "b": b, "per_user": halves, "safety_number": keys.safety_number(pa, pb)})
+    return {"notice": NOTICE, "vectors": out}
+
+
+# -- L4 ----------------------------------------------------------------------------------------
+L4_CASES = [
+    # name, sender, recipients, conversation, counter, plaintext
+    ("two_recipients_text", "alice", ["alice", "bob"], "conv-1", 1, "hello, bob ✉️".encode()),
+    ("empty_plaintext", "alice", ["bob"], "conv-1", 2, b""),
+    ("three_recipients_mixed_key_sizes", "carol", ["alice", "bob", "carol"], "Zm9vYmFyYmF6cXV4cXV1eA", 7,
+     "Grüße, 你好, مرحبا, 👋🏽 — ok".encode()),
+    ("one_kib", "bob", ["alice", "bob"], "conv-2", 42, (b"0123456789abcdef" * 64)),
+]
+
+
+def l4_vectors(ids: dict[str, Identity]) -> dict:
+    out = []
+    for name, snd, rcpts, cid, ctr, plaintext in L4_CASES:
+        cek, iv, mid = det(f"{name}/cek", 32), det(f"{name}/iv", 12), det(f"{name}/mid", 16)
+        data = envelope._seal_with(
+            plaintext, ids[snd], cid, [ids[r].public for r in rcpts], counter=ctr, cek=cek, iv=iv,
+            message_id=mid, sent_at_ms=TS, max_bytes=envelope.DEFAULT_MAX_ENVELOPE_BYTES,
+            max_recipients=envelope.DEFAULT_MAX_RECIPIENTS,
+        )
+        doc = json.loads(data)
+        header_json = unb64u(doc["protected"]).decode()
+        out.append({
+            "name": name,
+            "sender": snd,
+            "recipients": rcpts,
+            "conversation": cid,
+            "counter": ctr,
+            "sent_at_ms": TS,
+            "plaintext": b64u(plaintext),
+            "plaintext_utf8": plaintext.decode("utf-8"),
+            "cek": b64u(cek),
+            "iv": b64u(iv),
+            "mid": b64u(mid),
+            "protected_header_json": header_json,
+            "protected": doc["protected"],
+            "ciphertext": doc["ciphertext"],
+            "tag": doc["tag"],
+            "signing_input_sha256": hashlib.sha256(
+                envelope._signing_input(envelope.parse(data)._env)).hexdigest(),
+            "envelope": data.decode(),
+        })
+    return {
+        "notice": NOTICE,
+        "about": "Positive L4 vectors. protected, iv, ciphertext and tag are deterministic from the "
+                 "inputs; encrypted_key (RSA-OAEP) is random, so check it by unwrapping to cek; sig "
+                 "(Ed25519) is deterministic over the envelope's signing input.",
+        "signing_context": "e2ee-chat/v1/sig",
+        "vectors": out,
+    }
+
+
+def l4_negative(ids: dict[str, Identity]) -> dict:
+    alice, bob, carol, mallory = (ids[n] for n in ("alice", "bob", "carol", "mallory"))
+    pt = b"meet at noon"
+    cek, iv, mid = det("neg/cek", 32), det("neg/iv", 12), det("neg/mid", 16)
+    rcpts = [alice, bob]
+    base_kw = {"cek": cek, "iv": iv, "mid": mid, "ts": TS, "conversation": "conv-1"}
+
+    def base() -> dict:
+        return build(alice, rcpts, pt, **base_kw)
+
+    good = base()
+    ctx = {"me": "bob", "pinned": "alice", "conversation": "conv-1", "sender": "alice"}
+    vectors: list[dict] = []
+
+    def add(name: str, tamper: str, env: dict | bytes | str, error: str, code: str, field: str | None,
+            **ctx_over) -> None:
+        if isinstance(env, dict):
+            env = compact_json(env)
+        if isinstance(env, bytes):
+            env = env.decode("utf-8", "surrogateescape")
+        vectors.append({"name": name, "tamper": tamper, "envelope": env, "context": {**ctx, **ctx_over},
+                        "error": error, "code": code, "field": field})
+
+    def edit(fn, doc: dict | None = None) -> dict:
+        d = copy.deepcopy(doc or good)
+        fn(d)
+        return d
+
+    def set_(key, value):
+        return lambda d: d.__setitem__(key, value)
+
+    def header_edit(fn) -> dict:
+        """A new envelope, sealed and signed by alice, whose header ``fn`` changed."""
+        h = json.loads(unb64u(good["protected"]))
+        fn(h)
+        return build(alice, rcpts, pt, header=h, **base_kw)
+
+    def protected_swap(fn) -> dict:
+        """``good`` with only its ``protected`` member rewritten by ``fn`` (everything else kept)."""
+        h = json.loads(unb64u(good["protected"]))
+        fn(h)
+        return edit(set_("protected", b64u(compact_json(h))))
+
+    def flip(text: str, index: int = -3) -> str:
+        raw = bytearray(unb64u(text))
+        raw[index] ^= 0x01
+        return b64u(bytes(raw))
+
+    tag = unb64u(good["tag"])
+    sha1_mgf1 = padding.OAEP(mgf=padding.MGF1(hashes.SHA1()), algorithm=hashes.SHA256(), label=None)  # noqa: S303
+    sha1_all = padding.OAEP(mgf=padding.MGF1(hashes.SHA1()), algorithm=hashes.SHA1(), label=None)  # noqa: S303
+    labelled = padding.OAEP(mgf=padding.MGF1(hashes.SHA256()), algorithm=hashes.SHA256(), label=b"e2ee-chat")
+
+    # -- wrapping (signed by the real sender: the signature passes, the unwrap must not)
+    add("oaep_mgf1_sha1", "my key wrapped with RSA-OAEP, SHA-256 but MGF1-SHA-1; sender-signed",
+        build(alice, rcpts, pt, oaep={"bob": sha1_mgf1}, **base_kw), "UnwrapFailed", "unwrap_failed", "encrypted_key")
+    add("oaep_sha1", "my key wrapped with RSA-OAEP (SHA-1, MGF1-SHA-1, i.e. JOSE 'RSA-OAEP'); sender-signed",
+        build(alice, rcpts, pt, oaep={"bob": sha1_all}, **base_kw), "UnwrapFailed", "unwrap_failed", "encrypted_key")
+    add("oaep_label", "my key wrapped with RSA-OAEP-256 and a non-empty label; sender-signed",
+        build(alice, rcpts, pt, oaep={"bob": labelled}, **base_kw), "UnwrapFailed", "unwrap_failed", "encrypted_key")
+    add("wrapped_key_16_bytes", "a 16-byte key wrapped instead of 32 bytes; sender-signed",
+        build(alice, rcpts, pt, wrap_keys={"bob": cek[:16]}, **base_kw), "UnwrapFailed", "unwrap_failed",
+        "encrypted_key")
+    add("encrypted_key_truncated_signed", "my encrypted_key one byte short; sender-signed",
+        resign(edit(lambda d: d["recipients"][1].__setitem__(
+            "encrypted_key", b64u(unb64u(d["recipients"][1]["encrypted_key"])[:-1]))), alice.sign_private),
+        "UnwrapFailed", "unwrap_failed", "encrypted_key")
+    # -- tag and nonce lengths (caught before any crypto)
+    for n in (0, 4, 15):
+        add(f"tag_cut_to_{n}", f"tag cut to {n} bytes", edit(set_("tag", b64u(tag[:n]))), "TagInvalid",
+            "tag_invalid", "tag")
+    add("iv_8_bytes", "nonce of 8 bytes", edit(set_("iv", b64u(iv[:8]))), "NonceInvalid", "nonce_invalid", "iv")
+    add("iv_16_bytes", "nonce of 16 bytes", edit(set_("iv", b64u(iv + b"\0\0\0\0"))), "NonceInvalid",
+        "nonce_invalid", "iv")
+    # -- delivery context
+    add("moved_to_other_conversation", "delivered in conversation conv-2, header says conv-1", good,
+        "ConversationMismatch", "conversation_mismatch", "cid", conversation="conv-2")
+    add("cid_rewritten", "header cid rewritten to conv-2 (not re-signed), delivered in conv-2",
+        protected_swap(lambda h: h.__setitem__("cid", "conv-2")),
+        "SignatureInvalid", "signature_invalid", "sig", conversation="conv-2")
+    add("sender_rewritten_in_delivery", "delivered as from carol, header says alice", good, "SenderMismatch",
+        "sender_mismatch", "snd", sender="carol")
+    add("snd_rewritten", "header snd rewritten to carol (skid still alice's); opened as carol's message",
+        protected_swap(lambda h: h.__setitem__("snd", "carol")),
+        "UnknownSenderKey", "unknown_sender_key", "skid", sender="carol", pinned="carol")
+    add("snd_and_skid_rewritten", "header snd and skid rewritten to carol's (not re-signed)",
+        protected_swap(lambda h: h.update(snd="carol", skid=carol.sign_kid)),
+        "SignatureInvalid", "signature_invalid", "sig", sender="carol", pinned="carol")
+    # -- recipient list
+    add("recipient_kids_swapped", "the two entries' header.kid values exchanged",
+        edit(lambda d: (d["recipients"][0]["header"].__setitem__("kid", bob.wrap_kid),
+                        d["recipients"][1]["header"].__setitem__("kid", alice.wrap_kid))),
+        "RecipientListInvalid", "recipient_list_invalid", "recipients")
+    add("recipient_entries_reordered", "the two recipient entries exchanged (rkids unchanged)",
+        edit(lambda d: d["recipients"].reverse()), "RecipientListInvalid", "recipient_list_invalid", "recipients")
+    add("rkids_and_entries_reordered", "rkids and entries both reordered consistently (not re-signed)",
+        protected_swap(lambda h: h["rkids"].reverse()) | {"recipients": list(reversed(good["recipients"]))},
+        "SignatureInvalid", "signature_invalid", "sig")
+    add("recipient_kid_duplicated", "second entry's kid set to the first entry's",
+        edit(lambda d: d["recipients"][1]["header"].__setitem__("kid", alice.wrap_kid)),
+        "DuplicateRecipient", "recipient_duplicated", "recipients")
+    add("recipient_entry_duplicated_signed", "rkids and entries both list bob twice; sender-signed",
+        build(alice, [bob, bob], pt, **base_kw), "DuplicateRecipient", "recipient_duplicated", "recipients")
+    add("recipient_entry_removed", "bob's entry removed, rkids unchanged",
+        edit(lambda d: d["recipients"].pop()), "RecipientListInvalid", "recipient_list_invalid", "recipients")
+    add("no_entry_for_me", "opened by carol, who is not a recipient", good, "NotARecipient", "not_a_recipient",
+        "recipients", me="carol")
+    # -- signature
+    add("signature_bit_flipped", "one bit of sig flipped", edit(set_("sig", flip(good["sig"]))),
+        "SignatureInvalid", "signature_invalid", "sig")
+    add("signature_zero", "sig replaced by 64 zero bytes", edit(set_("sig", b64u(bytes(64)))),
+        "SignatureInvalid", "signature_invalid", "sig")
+    add("signature_63_bytes", "sig one byte short", edit(set_("sig", b64u(unb64u(good["sig"])[:63]))),
+        "SignatureInvalid", "signature_invalid", "sig")
+    add("signed_by_other_key_same_skid", "re-signed by mallory's key, skid still alice's",
+        resign(copy.deepcopy(good), mallory.sign_private), "SignatureInvalid", "signature_invalid", "sig")
+    add("signed_by_other_key_own_skid", "skid set to mallory's and re-signed by mallory (alice pinned)",
+        resign(protected_swap(lambda h: h.__setitem__("skid", mallory.sign_kid)), mallory.sign_private),
+        "UnknownSenderKey", "unknown_sender_key", "skid")
+    add("ciphertext_bit_flipped", "one ciphertext bit flipped (not re-signed)",
+        edit(set_("ciphertext", flip(good["ciphertext"]))), "SignatureInvalid", "signature_invalid", "sig")
+    add("tag_bit_flipped", "one tag bit flipped (not re-signed)", edit(set_("tag", flip(good["tag"]))),
+        "SignatureInvalid", "signature_invalid", "sig")
+    add("iv_bit_flipped", "one nonce bit flipped (not re-signed)", edit(set_("iv", flip(good["iv"]))),
+        "SignatureInvalid", "signature_invalid", "sig")
+    add("other_encrypted_key_bit_flipped", "one bit of alice's encrypted_key flipped; bob opens",
+        edit(lambda d: d["recipients"][0].__setitem__("encrypted_key", flip(d["recipients"][0]["encrypted_key"]))),
+        "SignatureInvalid", "signature_invalid", "sig")
+    add("my_encrypted_key_bit_flipped", "one bit of bob's encrypted_key flipped; bob opens",
+        edit(lambda d: d["recipients"][1].__setitem__("encrypted_key", flip(d["recipients"][1]["encrypted_key"]))),
+        "SignatureInvalid", "signature_invalid", "sig")
+    # -- content (signed by the real sender: only GCM can tell)
+    add("ciphertext_bit_flipped_signed", "one ciphertext bit flipped, then sender-signed",
+        resign(edit(set_("ciphertext", flip(good["ciphertext"]))), alice.sign_private),
+        "DecryptionFailed", "decryption_failed", "ciphertext")
+    add("aad_not_protected_signed", "GCM AAD was not the protected member; sender-signed",
+        build(alice, rcpts, pt, aad=b"", **base_kw), "DecryptionFailed", "decryption_failed", "ciphertext")
+    # -- base64url
+    add("base64_padding", "tag written with '==' padding", edit(set_("tag", good["tag"] + "==")),
+        "Base64Invalid", "base64_invalid", "tag")
+    std = next(k for k in ("sig", "ciphertext", "tag", "iv") if "-" in good[k] or "_" in good[k])
+    add("base64_standard_alphabet", f"{std} written in the standard alphabet ('+', '/')",
+        edit(set_(std, good[std].replace("-", "+").replace("_", "/"))), "Base64Invalid", "base64_invalid", std)
+    last = good["tag"][-1]
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+    add("base64_non_canonical", "tag's last character has its unused bits set",
+        edit(set_("tag", good["tag"][:-1] + alphabet[alphabet.index(last) | 1])), "Base64Invalid",
+        "base64_invalid", "tag")
+    add("base64_whitespace", "a line break inside ciphertext",
+        edit(set_("ciphertext", good["ciphertext"][:8] + "\n" + good["ciphertext"][8:])), "Base64Invalid",
+        "base64_invalid", "ciphertext")
+    # -- JSON
+    add("trailing_garbage", "bytes after the envelope's JSON object", compact_json(good) + b"garbage",
+        "TrailingData", "trailing_data", "envelope")
+    hb = compact_json(header_for(alice, "conv-1", rcpts, mid=mid, ts=TS, ctr=1))
+    add("trailing_garbage_in_header", "bytes after the protected header's JSON; sender-signed",
+        build(alice, rcpts, pt, header_bytes=hb + b"x", **base_kw), "TrailingData", "trailing_data", "protected")
+    other = build(alice, rcpts, b"meet at midnight", **base_kw)
+    dup = compact_json(good)[:-1] + b',"ciphertext":"' + other["ciphertext"].encode() + b'"}'
+    add("duplicate_member", "a second 'ciphertext' member", dup, "DuplicateMember", "duplicate_member", "envelope")
+    hdup = hb[:-1] + b',"cid":"conv-2"}'
+    add("duplicate_member_in_header", "the protected header repeats 'cid'; sender-signed",
+        build(alice, rcpts, pt, header_bytes=hdup, **base_kw), "DuplicateMember", "duplicate_member", "protected")
+    add("unknown_member", "an extra top-level 'aad' member", good | {"aad": "AAAA"}, "EnvelopeMalformed",
+        "envelope_malformed", "envelope")
+    add("alg_rsa1_5", "alg RSA1_5 in the header; sender-signed",
+        header_edit(lambda h: h.__setitem__("alg", "RSA1_5")), "UnsupportedAlgorithm", "unsupported_algorithm",
+        "alg")
+    add("version_2", "v 2 in the header; sender-signed", header_edit(lambda h: h.__setitem__("v", 2)),
+        "UnsupportedAlgorithm", "unsupported_algorithm", "v")
+    add("too_large", "an envelope over the receiver's limit (max_bytes 1024)", good, "EnvelopeTooLarge",
+        "envelope_too_large", "envelope", max_bytes=1024)
+    return {
+        "notice": NOTICE,
+        "about": "One tampered envelope per kind. Open with context.me's key, context.pinned's "
+                 "signing key, delivered in context.conversation from context.sender (and "
+                 "context.max_bytes when given); the result must be the named error.",
+        "base": compact_json(good).decode(),
+        "base_plaintext": b64u(pt),
+        "vectors": vectors,
+    }
+
+
+# -- L3 ----------------------------------------------------------------------------------------
+def l3_vectors() -> dict:
+    relay = relay_private()
+    key = det("l3/session-key", 32)
+    challenge = det("l3/challenge", 16)
+    session = l3.Session._from_key(key)
+    hs = l3._handshake_with(relay.public_key(), challenge, key=key, iv=det("l3/hs-iv", 12))
+    messages = []
+    cases = [
+        ("c2r_text", "c2r", 1, "conv-1", "alice", "hello relay ✉️".encode()),
+        ("r2c_text", "r2c", 1, "conv-1", "alice", "hello relay ✉️".encode()),
+        ("c2r_empty", "c2r", 2, "conv-1", "alice", b""),
+    ]
+    for name, direction, seq, cid, snd, pt in cases:
+        mid = b64u(det(f"l3/{name}/mid", 16))
+        token = l3._seal_with(session, pt, direction=direction, conversation=cid, sender=snd, seq=seq,
+                              message_id=mid, sent_at_ms=TS, iv=det(f"l3/{name}/iv", 12),
+                              max_bytes=envelope.DEFAULT_MAX_ENVELOPE_BYTES)
+        messages.append({
+            "name": name, "direction": direction, "seq": seq, "mid": mid, "cid": cid, "snd": snd,
+            "ts": TS, "iv": b64u(det(f"l3/{name}/iv", 12)), "plaintext": b64u(pt),
+            "plaintext_utf8": pt.decode(), "protected_header_json": unb64u(token.split(".")[0]).decode(),
+            "token": token,
+        })
+    good = messages[0]["token"]
+    p = good.split(".")
+
+    other_session = l3.Session._from_key(det("l3/other-key", 32))
+    neg = []
+
+    def add(name, tamper, token, error, code, field, direction="c2r", after_seq=None):
+        neg.append({"name": name, "tamper": tamper, "token": token, "direction": direction, "after_seq": after_seq,
+                    "error": error, "code": code, "field": field})
+
+    def flip(text: str) -> str:
+        raw = bytearray(unb64u(text))
+        raw[-1] ^= 0x01
+        return b64u(bytes(raw))
+
+    add("reflected", "a c2r message received where r2c is expected", good, "DirectionMismatch",
+        "direction_mismatch", "dir", direction="r2c")
+    add("replayed", "seq 1 again after seq 1 was accepted", good, "Replayed", "replayed", "seq", after_seq=1)
+    add("other_session", "sealed under another session key",
+        l3._seal_with(other_session, b"x", direction="c2r", conversation="conv-1", sender="alice", seq=1,
+                      message_id=messages[0]["mid"], sent_at_ms=TS, iv=det("l3/o/iv", 12), max_bytes=1 << 18),
+        "SessionMismatch", "session_mismatch", "kid")
+    add("ciphertext_bit_flipped", "one ciphertext bit flipped", ".".join(p[:3] + [flip(p[3]), p[4]]),
+        "DecryptionFailed", "decryption_failed", "ciphertext")
+    h = json.loads(unb64u(p[0]))
+    h["cid"] = "conv-2"
+    add("header_rewritten", "cid rewritten in the header", ".".join([b64u(compact_json(h))] + p[1:]),
+        "DecryptionFailed", "decryption_failed", "ciphertext")
+    for n in (0, 4, 15):
+        add(f"tag_cut_to_{n}", f"tag cut to {n} bytes", ".".join(p[:4] + [b64u(unb64u(p[4])[:n])]), "TagInvalid",
+            "tag_invalid", "tag")
+    add("iv_8_bytes", "nonce of 8 bytes", ".".join(p[:2] + [b64u(unb64u(p[2])[:8])] + p[3:]), "NonceInvalid",
+        "nonce_invalid", "iv")
+    add("encrypted_key_not_empty", "alg dir with a non-empty encrypted key part",
+        ".".join([p[0], "AAAA"] + p[2:]), "EnvelopeMalformed", "envelope_malformed", "encrypted_key")
+    add("trailing_garbage", "a sixth part", good + ".AAAA", "TrailingData", "trailing_data", "envelope")
+    add("base64_padding", "tag with '==' padding", good + "==", "Base64Invalid", "base64_invalid", "tag")
+    add("four_parts", "the tag part missing", ".".join(p[:4]), "EnvelopeMalformed", "envelope_malformed",
+        "envelope")
+
+    hs_parts = hs.split(".")
+    other_relay_kid = keys.key_id(identities()["alice"].public.wrap_key)
+    hh = json.loads(unb64u(hs_parts[0]))
+    hs_neg = [
+        {"name": "other_challenge", "tamper": "a valid handshake answered to another connection's challenge",
+         "token": hs, "challenge": b64u(det("l3/other-challenge", 16)), "error": "ChallengeMismatch",
+         "code": "challenge_mismatch", "field": "challenge"},
+        {"name": "other_relay_key", "tamper": "kid names another relay key",
+         "token": ".".join([b64u(compact_json(hh | {"kid": other_relay_kid}))] + hs_parts[1:]),
+         "challenge": b64u(challenge), "error": "RelayKeyMismatch", "code": "relay_key_mismatch", "field": "kid"},
+        {"name": "encrypted_key_bit_flipped", "tamper": "one bit of the wrapped session key flipped",
+         "token": ".".join([hs_parts[0], flip(hs_parts[1])] + hs_parts[2:]), "challenge": b64u(challenge),
+         "error": "UnwrapFailed", "code": "unwrap_failed", "field": "encrypted_key"},
+        {"name": "oaep_mgf1_sha1", "tamper": "session key wrapped with MGF1-SHA-1",
+         "token": ".".join([hs_parts[0], b64u(relay.public_key().encrypt(key, padding.OAEP(
+             mgf=padding.MGF1(hashes.SHA1()), algorithm=hashes.SHA256(), label=None)))] + hs_parts[2:]),  # noqa: S303
+         "challenge": b64u(challenge), "error": "UnwrapFailed", "code": "unwrap_failed", "field": "encrypted_key"},
+    ]
+    return {
+        "notice": NOTICE,
+        "about": "L3: session key, handshake (its encrypted_key is random RSA-OAEP: check by unwrapping), "
+                 "messages (deterministic from the inputs) and negative vectors.",
+        "relay": "relay",
+        "session_key": b64u(key),
+        "session_id": session.id,
+        "challenge": b64u(challenge),
+        "handshake": {"iv": b64u(det("l3/hs-iv", 12)),
+                      "protected_header_json": unb64u(hs_parts[0]).decode(), "token": hs},
+        "messages": messages,
+        "negative": neg,
+        "handshake_negative": hs_neg,
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--new-keys", action="store_true", help="draw new test keys (keys.json, key_pool.json)")
+    args = ap.parse_args()
+    if args.new_keys or not (VECTORS_DIR / "keys.json").exists():
+        new_keys()
+        identities.cache_clear()
+        relay_private.cache_clear()
+    else:  # refresh derived public forms (kids, fingerprints) from the committed private keys
+        data = load("keys.json")
+        ids = identities()
+        data["users"] = {n: user_entry(ids[n]) for n in data["users"]}
+        data["relay"] = {"username": "relay", **wrap_entry(relay_private())}
+        write("keys.json", data)
+    ids = identities()
+    write("safety.json", safety_vectors(ids))
+    write("l4.json", l4_vectors(ids))
+    write("l4_negative.json", l4_negative(ids))
+    write("l3.json", l3_vectors())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
