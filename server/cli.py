@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import logging
+import os
 import sys
 
 from .settings import Settings
@@ -36,6 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"e2ee-relay: {exc}", file=sys.stderr)
         return 2
+    os.umask(0o077)  # database, WAL, logs and keys readable by this user only
     data_dir = settings.ensure_data_dir()
     if command == "dev-cert":
         from .devcert import write_dev_cert
@@ -47,6 +50,11 @@ def main(argv: list[str] | None = None) -> int:
     from . import logs, migrate
 
     log_config = logs.setup(data_dir, settings.log_format, settings.log_level)
+    from sqlalchemy.engine import make_url
+
+    logging.getLogger("e2ee.relay").info(
+        "data folder %s, database %s, level %d", data_dir,
+        make_url(settings.db_url).render_as_string(hide_password=True), settings.level)
     if command == "migrate" or settings.migrate_on_start:
         migrate.upgrade(settings.db_url)  # before the event loop starts (Alembic runs its own)
     if command == "migrate":

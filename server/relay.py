@@ -52,17 +52,23 @@ class Connection:
     max_bytes: int
     queue: asyncio.Queue = field(default_factory=asyncio.Queue)
     pending_bytes: int = 0
-    closing: str | None = None
+    closing: str | None = None  # why the relay closes it (None: open, or closed by the peer)
+    close_code: int = CLOSE_GOING_AWAY
+
+    def close(self, code: int, reason: str) -> None:
+        """Close after the frames already queued; later frames are dropped."""
+        if not self.closing:
+            self.closing, self.close_code = reason, code
+            self.queue.put_nowait(None)
 
     def enqueue(self, data: bytes) -> bool:
         """Queue one frame; on overflow mark the connection for closing (1013) and return False."""
         if self.closing:
             return False
         if self.queue.qsize() >= self.max_frames or self.pending_bytes + len(data) > self.max_bytes:
-            self.closing = "send queue full: reconnect and sync"
             log.warning("slow reader user=%s queued=%d bytes=%d: disconnecting", self.user,
                         self.queue.qsize(), self.pending_bytes)
-            self.queue.put_nowait(None)
+            self.close(CLOSE_SLOW, "send queue full: reconnect and sync")
             return False
         self.pending_bytes += len(data)
         self.queue.put_nowait(data)
@@ -74,8 +80,7 @@ class Connection:
             data = await self.queue.get()
             if data is None:
                 with contextlib.suppress(Exception):
-                    await self.ws.close(CLOSE_SLOW if self.closing else CLOSE_GOING_AWAY,
-                                        self.closing or "relay shutting down")
+                    await self.ws.close(self.close_code, self.closing or "")
                 return
             self.pending_bytes -= len(data)
             await self.ws.send_text(data.decode("utf-8"))
@@ -140,8 +145,7 @@ class Relay:
         """Close every websocket with 1001 after the frames already queued to it are sent."""
         conns = self.hub.all()
         for conn in conns:
-            conn.closing = None
-            conn.queue.put_nowait(None)
+            conn.close(CLOSE_GOING_AWAY, "relay shutting down")
         deadline = asyncio.get_running_loop().time() + timeout
         while self.hub.all() and asyncio.get_running_loop().time() < deadline:
             await asyncio.sleep(0.02)
@@ -189,7 +193,7 @@ class Relay:
         finally:
             self.hub.remove(conn)
             if not pump.done():
-                conn.queue.put_nowait(None)
+                conn.queue.put_nowait(None)  # peer went away: stop the pump
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(pump, 2)
             pump.cancel()
@@ -238,8 +242,7 @@ class Relay:
                 log.info("bad frame user=%s code=%s bytes=%d", conn.user, exc.code, len(data or b""))
                 conn.enqueue(self._error(exc))
                 if bad >= MAX_BAD_FRAMES:
-                    conn.closing = "too many invalid frames"
-                    conn.queue.put_nowait(None)
+                    conn.close(CLOSE_AUTH, "too many invalid frames")
                     break
                 continue
             if isinstance(frame, frames.Send):
@@ -331,14 +334,21 @@ class Relay:
         conn.enqueue(frames.encode(stored))
 
     async def _sync(self, conn: Connection, frame: frames.Sync) -> None:
+        """Send one page after ``frame.after``: at most ``limit`` messages and at most half the
+        connection's queue budget in bytes, so a catching-up reader is never dropped as slow."""
         limit = max(1, min(frame.limit, SYNC_MAX_LIMIT))
         async with self.sessions() as session:
             page = await store.sync_page(session, conn.user_id, frame.after, limit + 1)
-        more = len(page) > limit
-        page = page[:limit]
-        for m in page:
-            conn.enqueue(frames.encode(frames.Message(m.seq, m.conversation_id, m.sender, msgspec.Raw(m.envelope))))
-        cursor = page[-1].seq if page else frame.after
+        budget = self.settings.send_queue_bytes // 2
+        cursor, sent, used = frame.after, 0, 0
+        for m in page[:limit]:
+            data = frames.encode(frames.Message(m.seq, m.conversation_id, m.sender, msgspec.Raw(m.envelope)))
+            if sent and used + len(data) > budget:
+                break
+            if not conn.enqueue(data):
+                return
+            cursor, sent, used = m.seq, sent + 1, used + len(data)
+        more = sent < len(page)
         conn.enqueue(frames.encode(frames.Synced(cursor, more)))
 
     async def _ack(self, conn: Connection, frame: frames.Ack) -> None:

@@ -33,8 +33,9 @@ def identities() -> dict[str, Identity]:
     return {name: Identity.generate(name, TEST_BITS) for name in ("alice", "bob", "carol", "mallory")}
 
 
-def start_relay(data_dir: Path, *args: str, **env: str) -> RelayProcess:
-    return RelayProcess(data_dir, extra_args=list(args), env={**FAST_RELAY_ENV, **env}).start()
+def start_relay(data_dir: Path, *args: str, env: dict[str, str] | None = None) -> RelayProcess:
+    """Start ``python -m server`` with test settings (``env`` adds or overrides ``E2EE_*``)."""
+    return RelayProcess(data_dir, extra_args=list(args), env={**FAST_RELAY_ENV, **(env or {})}).start()
 
 
 @pytest.fixture
@@ -46,7 +47,7 @@ def relay(tmp_path: Path):
 
 
 @pytest.fixture
-def make_client(tmp_path: Path, relay: RelayProcess):
+async def make_client(tmp_path: Path, relay: RelayProcess):
     """``await make_client("alice")`` registers a user (RSA-2048) and returns its client."""
     made: list[ChatClient] = []
 
@@ -58,9 +59,11 @@ def make_client(tmp_path: Path, relay: RelayProcess):
         return client
 
     yield make
-    # clients are closed by the tests' event loop (see close_all); nothing to do here
+    await close_all(*made)
 
 
 async def close_all(*clients: ChatClient) -> None:
+    """Close clients that are still open (idempotent)."""
     for c in clients:
-        await c.close()
+        if not c._http.is_closed:
+            await c.close()

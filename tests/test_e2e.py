@@ -8,16 +8,10 @@ import sqlite3
 import msgspec
 import pytest
 
-from client_tui.core import ChatClient, ClientError, MessageReceived
+from client_tui.core import ClientError, MessageReceived
 from shared import envelope, frames
 from tests.conftest import close_all
-
-
-async def next_message(client: ChatClient, timeout: float = 10) -> MessageReceived:
-    while True:
-        ev = await asyncio.wait_for(client.events.get(), timeout)
-        if isinstance(ev, MessageReceived):
-            return ev
+from tests.e2e_helpers import next_message
 
 
 async def test_bob_decrypts_exactly_what_alice_sent_and_carol_gets_nothing(make_client, relay):
