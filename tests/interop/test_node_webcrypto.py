@@ -1,0 +1,86 @@
+"""Independent implementation 1: Node.js with only its built-in WebCrypto (no npm packages).
+
+``webcrypto_interop.mjs`` was written from docs/PROTOCOL.md. It reads the committed vectors,
+checks key ids, safety numbers, L4 and L3 vectors (every negative vector must give the same error
+code and field as ours), then seals an L4 envelope and an L3 handshake + message that our code
+must open. Skips only when ``node`` is missing and ``CI`` is unset.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from shared import envelope, l3
+from shared.b64 import b64u_encode
+from shared.errors import ChallengeMismatch, NotARecipient
+from tests.interop.conftest import require_tool
+from tests.vectors import vectorlib
+
+SCRIPT = Path(__file__).with_name("webcrypto_interop.mjs")
+
+
+@pytest.fixture(scope="module")
+def node_run() -> dict:
+    node = require_tool("node")
+    challenge = os.urandom(16)
+    proc = subprocess.run(
+        [node, str(SCRIPT), str(vectorlib.VECTORS_DIR), b64u_encode(challenge)],
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert proc.returncode == 0, f"node failed:\n{proc.stderr[-4000:]}"
+    out = json.loads(proc.stdout)
+    out["challenge"] = challenge
+    return out
+
+
+def test_node_is_recent_enough(node_run):
+    major = int(node_run["node"].lstrip("v").split(".")[0])
+    assert major >= 20, "Ed25519 in WebCrypto needs Node 20 or later"
+
+
+def test_node_checks_every_vector_and_all_pass(node_run):
+    checks = {c["name"]: c for c in node_run["checks"]}
+    failed = [f"{c['name']}: {c['detail']}" for c in checks.values() if not c["ok"]]
+    assert not failed, "\n".join(failed)
+    # Not vacuous: each vector of each file was checked by name.
+    for v in vectorlib.load("l4_negative.json")["vectors"]:
+        assert f"L4 negative {v['name']} -> {v['code']}" in checks
+    for v in vectorlib.load("l4.json")["vectors"]:
+        for r in v["recipients"]:
+            assert f"L4 {v['name']} opened by {r}" in checks
+    l3v = vectorlib.load("l3.json")
+    for v in l3v["negative"]:
+        assert f"L3 negative {v['name']} -> {v['code']}" in checks
+    for v in l3v["handshake_negative"]:
+        assert f"L3 handshake negative {v['name']} -> {v['code']}" in checks
+    for v in vectorlib.load("safety.json")["vectors"]:
+        assert f"safety number {v['a']}-{v['b']}" in checks
+    assert "L3 handshake vector accepted" in checks
+
+
+def test_python_opens_the_node_envelope(node_run, ids):
+    p = node_run["produced"]["l4"]
+    data = p["envelope"].encode()
+    for name in p["recipients"]:
+        opened = envelope.open(data, ids[name], ids["alice"].public.sign_key,
+                               conversation=p["conversation"], sender=p["sender"])
+        assert opened.text == p["plaintext"]
+        assert opened.header.ctr == 5
+    with pytest.raises(NotARecipient):
+        envelope.open(data, ids["mallory"], ids["alice"].public.sign_key)
+
+
+def test_python_relay_accepts_the_node_handshake_and_message(node_run):
+    p = node_run["produced"]["l3"]
+    session = l3.accept_handshake(p["handshake"], vectorlib.relay_private(), node_run["challenge"])
+    assert session.id == p["session_id"]
+    opened = l3.open(session, p["token"], direction="c2r", after_seq=0)
+    assert opened.text == p["plaintext"]
+    assert (opened.header.cid, opened.header.snd, opened.header.seq) == ("conv-node", "alice", 1)
+    with pytest.raises(ChallengeMismatch):
+        l3.accept_handshake(p["handshake"], vectorlib.relay_private(), os.urandom(16))

@@ -1,0 +1,123 @@
+"""Independent implementation 2: the ``openssl`` command line unwraps (and wraps) our CEKs.
+
+RSA-OAEP-256 as JOSE defines it (RFC 7518 §4.3) is OAEP with SHA-256 and MGF1-SHA-256 and an
+empty label; ``openssl pkeyutl`` with exactly those options must agree with us both ways. Skips
+only when ``openssl`` is missing and ``CI`` is unset.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+
+from shared import envelope, l3
+from shared.b64 import b64u_decode
+from shared.errors import UnwrapFailed
+from tests.interop.conftest import require_tool
+from tests.vectors import vectorlib
+
+L4 = vectorlib.load("l4.json")
+OAEP_256_OPTS = [
+    "-pkeyopt", "rsa_padding_mode:oaep", "-pkeyopt", "rsa_oaep_md:sha256", "-pkeyopt", "rsa_mgf1_md:sha256",
+]
+
+
+@pytest.fixture(scope="module")
+def openssl() -> str:
+    return require_tool("openssl")
+
+
+def write_private(tmp: Path, name: str, key) -> Path:
+    path = tmp / f"{name}.pem"
+    path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                       serialization.NoEncryption()))
+    path.chmod(0o600)
+    return path
+
+
+def write_public(tmp: Path, name: str, key) -> Path:
+    path = tmp / f"{name}.pub.pem"
+    path.write_bytes(key.public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
+    return path
+
+
+def pkeyutl(openssl: str, tmp: Path, *args: str, data: bytes) -> bytes:
+    src = tmp / "in.bin"
+    src.write_bytes(data)
+    proc = subprocess.run([openssl, "pkeyutl", *args, "-in", str(src)], capture_output=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+    return proc.stdout
+
+
+def unwrap(openssl: str, tmp: Path, key_path: Path, wrapped: bytes) -> bytes:
+    return pkeyutl(openssl, tmp, "-decrypt", "-inkey", str(key_path), *OAEP_256_OPTS, data=wrapped)
+
+
+@pytest.mark.parametrize("vec", L4["vectors"], ids=[v["name"] for v in L4["vectors"]])
+def test_openssl_unwraps_the_vector_keys(openssl, tmp_path, ids, vec):
+    doc = json.loads(vec["envelope"])
+    for name, entry in zip(vec["recipients"], doc["recipients"], strict=True):
+        key_path = write_private(tmp_path, name, ids[name].wrap_private)
+        assert unwrap(openssl, tmp_path, key_path, b64u_decode(entry["encrypted_key"])) == b64u_decode(vec["cek"])
+
+
+def test_openssl_unwraps_a_freshly_sealed_key(openssl, tmp_path, ids):
+    cek = os.urandom(32)
+    data = envelope._seal_with(
+        b"fresh", ids["alice"], "conv-1", [ids["bob"].public, ids["carol"].public], counter=1, cek=cek,
+        iv=os.urandom(12), message_id=os.urandom(16), sent_at_ms=0, max_bytes=1 << 18, max_recipients=8,
+    )
+    doc = json.loads(data)
+    for name, entry in zip(("bob", "carol"), doc["recipients"], strict=True):
+        key_path = write_private(tmp_path, name, ids[name].wrap_private)
+        assert unwrap(openssl, tmp_path, key_path, b64u_decode(entry["encrypted_key"])) == cek
+
+
+def test_openssl_wrapped_key_opens_in_our_code(openssl, tmp_path, ids):
+    """openssl wraps the CEK for bob; the (re-signed) envelope opens with our open()."""
+    cek, iv, mid = os.urandom(32), os.urandom(12), os.urandom(16)
+    doc = vectorlib.build(ids["alice"], [ids["alice"], ids["bob"]], b"wrapped by openssl", cek=cek, iv=iv, mid=mid,
+                          ts=1)
+    pub = write_public(tmp_path, "bob", ids["bob"].public.wrap_key)
+    wrapped = pkeyutl(openssl, tmp_path, "-encrypt", "-pubin", "-inkey", str(pub), *OAEP_256_OPTS, data=cek)
+    doc["recipients"][1]["encrypted_key"] = vectorlib.b64u(wrapped)
+    vectorlib.resign(doc, ids["alice"].sign_private)
+    opened = envelope.open(vectorlib.compact_json(doc), ids["bob"], ids["alice"].public.sign_key)
+    assert opened.plaintext == b"wrapped by openssl"
+
+
+@pytest.mark.parametrize(
+    "opts",
+    [
+        ["rsa_oaep_md:sha256", "rsa_mgf1_md:sha1"],
+        ["rsa_oaep_md:sha1", "rsa_mgf1_md:sha1"],
+        ["rsa_oaep_md:sha256", "rsa_mgf1_md:sha256", "rsa_oaep_label:6532656500"],
+    ],
+    ids=["mgf1-sha1", "oaep-sha1", "label"],
+)
+def test_openssl_wrapped_with_other_oaep_parameters_is_unwrap_failed(openssl, tmp_path, ids, opts):
+    cek = os.urandom(32)
+    doc = vectorlib.build(ids["alice"], [ids["bob"]], b"x", cek=cek, iv=os.urandom(12), mid=os.urandom(16), ts=1)
+    pub = write_public(tmp_path, "bob", ids["bob"].public.wrap_key)
+    args = ["-pkeyopt", "rsa_padding_mode:oaep"] + [a for o in opts for a in ("-pkeyopt", o)]
+    wrapped = pkeyutl(openssl, tmp_path, "-encrypt", "-pubin", "-inkey", str(pub), *args, data=cek)
+    doc["recipients"][0]["encrypted_key"] = vectorlib.b64u(wrapped)
+    vectorlib.resign(doc, ids["alice"].sign_private)
+    with pytest.raises(UnwrapFailed):
+        envelope.open(vectorlib.compact_json(doc), ids["bob"], ids["alice"].public.sign_key)
+
+
+def test_openssl_unwraps_the_l3_session_key(openssl, tmp_path):
+    data = vectorlib.load("l3.json")
+    relay = vectorlib.relay_private()
+    key_path = write_private(tmp_path, "relay", relay)
+    wrapped = b64u_decode(data["handshake"]["token"].split(".")[1])
+    assert unwrap(openssl, tmp_path, key_path, wrapped) == b64u_decode(data["session_key"])
+    session, token = l3.start_handshake(relay.public_key(), os.urandom(16))
+    key = unwrap(openssl, tmp_path, key_path, b64u_decode(token.split(".")[1]))
+    assert l3.session_id(key) == session.id
