@@ -198,13 +198,17 @@ class Opened:
 
 # -- strict JSON helpers -----------------------------------------------------------------------
 def _json_error(data: bytes, exc: Exception, field: str, what: str) -> EnvelopeMalformed:
-    """Classify a JSON decode failure: trailing bytes after one valid value, or anything else."""
+    """Classify a failed strict decode, in the documented order: JSON syntax, trailing bytes after
+    the value, a repeated member name, then (the struct's complaint) the shape."""
     try:
         text = data.decode("utf-8")
         start = len(text) - len(text.lstrip(_JSON_WS))
         _, end = _json_scan.raw_decode(text, start)
         if text[end:].strip(_JSON_WS):
             return TrailingData(f"{what}: bytes follow the JSON value at offset {end}", field=field)
+        json.loads(text, object_pairs_hook=_unique_pairs)
+    except _Duplicate as dup:
+        return DuplicateMember(f"{what}: member {str(dup)[:32]!r} appears twice", field=field)
     except (ValueError, RecursionError):
         pass
     return EnvelopeMalformed(f"{what} is not valid: {exc}", field=field)
@@ -308,11 +312,11 @@ def parse(
         env = _envelope_decoder.decode(data)
     except (msgspec.DecodeError, RecursionError) as exc:
         raise _json_error(data, exc, "envelope", "envelope") from None
+    _reject_duplicate_members(data, 11 + 5 * len(env.recipients), "envelope", "envelope")
     if not env.recipients:
         raise RecipientListInvalid("envelope has no recipients", field="recipients")
     if len(env.recipients) > max_recipients:
         raise TooManyRecipients(f"{len(env.recipients)} recipients; limit {max_recipients}", field="recipients")
-    _reject_duplicate_members(data, 11 + 5 * len(env.recipients), "envelope", "envelope")
     header_json = b64u_decode(env.protected, "protected")
     try:
         header = _header_decoder.decode(header_json)

@@ -199,6 +199,8 @@ def _split(token: str | bytes, max_bytes: int) -> list[bytes]:
             raise EnvelopeMalformed("a compact JWE is ASCII text", field="envelope") from None
     if not isinstance(token, bytes):
         raise EnvelopeMalformed("a compact JWE is a string", field="envelope")
+    if not token.isascii():
+        raise EnvelopeMalformed("a compact JWE is ASCII text", field="envelope")
     if len(token) > max_bytes:
         raise EnvelopeTooLarge(f"envelope is {len(token)} bytes; limit {max_bytes}", field="envelope")
     parts = token.split(b".")
