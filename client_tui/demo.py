@@ -4,6 +4,10 @@ Starts a relay on a free 127.0.0.1 port with a fresh data folder, registers alic
 creates a group, exchanges messages (unicode included), prints what each client decrypted and
 what the relay stored for one message, then searches the relay's SQLite file (with -wal) and log
 for every plaintext sent (as UTF-8, base64, base64url and hex). Exit status 1 if anything is found.
+
+Then it runs the same chat through a level-3 relay (TLS-like session keys between each client and
+the relay, which decrypts to read) and shows that the same search finds the text there: the search
+works, and only level 4 keeps the relay blind. ``--level N`` runs one level only.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .core import ChatClient, MessageReceived
+from .levels import LevelClient, LevelMessage
 from .relayproc import RelayProcess
 
 SCRIPT = [
@@ -68,26 +73,37 @@ def shorten(obj, width: int = 48):
     return obj
 
 
-async def run_chat(relay_url: str, profiles: Path, console: Console) -> dict[str, list[MessageReceived]]:
-    clients = {u: ChatClient(relay_url, u, profiles, kdf={"iterations": 2, "memory_kib": 19456, "lanes": 1})
-               for u in USERS}
+async def run_chat(relay_url: str, profiles: Path, console: Console, level: int = 4) -> dict[str, list]:
+    """Register the three users, create the group and run :data:`SCRIPT`; return what each received."""
+    accounts = {u: ChatClient(relay_url, u, profiles, kdf={"iterations": 2, "memory_kib": 19456, "lanes": 1})
+                for u in USERS}
     console.print("[bold]1.[/] registering alice, bob, carol (RSA-3072 + Ed25519 keys generated locally)")
-    await asyncio.gather(*(c.register(PASSWORD, f"{u} passphrase") for u, c in clients.items()))
-    conv = await clients["alice"].create_conversation("launch team", ["bob", "carol"])
+    await asyncio.gather(*(c.register(PASSWORD, f"{u} passphrase") for u, c in accounts.items()))
+    conv = await accounts["alice"].create_conversation("launch team", ["bob", "carol"])
     console.print(f"[bold]2.[/] alice created the group [cyan]launch team[/] ({conv})")
-    for c in clients.values():
-        await c.connect()
-    await asyncio.gather(*(c.wait_synced() for c in clients.values()))
-    received: dict[str, list[MessageReceived]] = {u: [] for u in USERS}
+    if level == 4:
+        clients = accounts
+        for c in clients.values():
+            await c.connect()
+        await asyncio.gather(*(c.wait_synced() for c in clients.values()))
+    else:
+        clients = {u: LevelClient(relay_url, u, level, token=a.token) for u, a in accounts.items()}
+        for a in accounts.values():
+            await a.close()
+        for c in clients.values():
+            await c.connect()
+    received: dict[str, list] = {u: [] for u in USERS}
 
     async def collect(user: str) -> None:
         while sum(1 for m in received[user] if m.sender != user) < sum(1 for s, _ in SCRIPT if s != user):
             ev = await clients[user].events.get()
-            if isinstance(ev, MessageReceived):
+            if isinstance(ev, MessageReceived | LevelMessage):
                 received[user].append(ev)
 
     collectors = [asyncio.create_task(collect(u)) for u in USERS]
-    console.print("[bold]3.[/] chatting (each message: 1 AES-256-GCM encryption, 3 RSA-OAEP wraps, 1 signature)")
+    console.print("[bold]3.[/] chatting " + (
+        "(each message: 1 AES-256-GCM encryption, 3 RSA-OAEP wraps, 1 signature)" if level == 4 else
+        f"at level {level}: the relay reads every message"))
     for sender, text in SCRIPT:
         sent = await clients[sender].send_text(conv, text)
         console.print(f"   {sender} sent seq={sent.seq}")
@@ -97,27 +113,23 @@ async def run_chat(relay_url: str, profiles: Path, console: Console) -> dict[str
     return received
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="e2ee-demo", description=__doc__.splitlines()[0])
-    parser.add_argument("--data-dir", type=Path, help="folder for the relay and client files (default: a new temp dir)")
-    args = parser.parse_args(argv)
-    console = Console()
-    root = args.data_dir or Path(tempfile.mkdtemp(prefix="e2ee-demo-"))
-    relay_dir = root / "relay"
-    console.rule("[bold]e2ee-chat demo: end-to-end encrypted group chat (level 4)")
-    console.print(f"data folder: {root}")
-    relay = RelayProcess(relay_dir).start()
-    console.print(f"relay running at {relay.url} (pid {relay.proc.pid}), database {relay_dir / 'relay.db'}")
+def run_level(level: int, root: Path, console: Console) -> tuple[dict[str, list], list, Path]:
+    """Run the chat at ``level`` with its own relay; return (received, hits, relay folder)."""
+    relay_dir = root / f"relay-l{level}"
+    extra = [] if level == 4 else ["--level", str(level), "--demo-level"]
+    relay = RelayProcess(relay_dir, extra_args=extra).start()
+    console.print(f"relay (level {level}) at {relay.url} (pid {relay.proc.pid}), database {relay_dir / 'relay.db'}")
+    texts = [t for _, t in SCRIPT]
     try:
-        received = asyncio.run(run_chat(relay.url, root / "clients", console))
-        texts = [t for _, t in SCRIPT]
-        files = [relay_dir / n for n in ("relay.db", "relay.db-wal", "relay.log", "relay.stdout")]
-        hits = search(files, texts)
+        received = asyncio.run(run_chat(relay.url, root / f"clients-l{level}", console, level))
+        hits = search([relay_dir / n for n in ("relay.db", "relay.db-wal", "relay.log", "relay.stdout")], texts)
     finally:
         relay.stop()
-    hits += search([relay_dir / "relay.db", relay_dir / "relay.log"], [t for _, t in SCRIPT])
+    hits += search([relay_dir / "relay.db", relay_dir / "relay.log"], texts)
+    return received, sorted(set(hits)), relay_dir
 
-    console.print("\n[bold]4.[/] what each client decrypted")
+
+def print_screens(received: dict[str, list], console: Console) -> None:
     for user in USERS:
         table = Table(title=f"{user}'s screen", show_lines=False, title_justify="left")
         table.add_column("seq", justify="right")
@@ -127,27 +139,58 @@ def main(argv: list[str] | None = None) -> int:
             table.add_row(str(m.seq), m.sender, m.text)
         console.print(table)
 
+
+def print_stored(relay_dir: Path, console: Console) -> None:
     db = sqlite3.connect(f"file:{relay_dir / 'relay.db'}?mode=ro", uri=True)
     seq, size, env = db.execute("SELECT seq, size, envelope FROM messages ORDER BY seq LIMIT 1").fetchone()
     rows = db.execute("SELECT count(*) FROM messages").fetchone()[0]
     db.close()
     doc = json.loads(env)
-    header = json.loads(base64.urlsafe_b64decode(doc["protected"] + "=" * (-len(doc["protected"]) % 4)))
     console.print(f"\n[bold]5.[/] what the relay stored for seq={seq} ({size} bytes; {rows} messages stored)")
     console.print_json(data=shorten(doc))
-    console.print("protected header (readable by the relay: routing metadata, no text):")
-    console.print_json(data=shorten(header, 24))
+    if "protected" in doc:
+        header = json.loads(base64.urlsafe_b64decode(doc["protected"] + "=" * (-len(doc["protected"]) % 4)))
+        console.print("protected header (readable by the relay: routing metadata, no text):")
+        console.print_json(data=shorten(header, 24))
 
-    console.print("\n[bold]6.[/] searching the relay's database (with -wal) and logs for every plaintext "
-                  "(UTF-8, base64, base64url, hex)")
-    for name, form, text in hits:
-        console.print(f"   [red]HIT[/] {name}: {form} of {text!r}")
-    console.print(f"plaintext hits: {len(hits)}")
-    if hits:
-        console.print("[red bold]FAIL: the relay stored or logged plaintext[/]")
-        return 1
-    console.print("[green bold]the relay holds only ciphertext[/]")
-    return 0
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="e2ee-demo", description=__doc__.splitlines()[0])
+    parser.add_argument("--data-dir", type=Path, help="folder for the relay and client files (default: a new temp dir)")
+    parser.add_argument("--level", type=int, choices=[1, 2, 3, 4],
+                        help="run only this level (default: level 4, then the level-3 contrast)")
+    args = parser.parse_args(argv)
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=120)  # piped output: do not wrap paths and texts at 80 columns
+    root = args.data_dir or Path(tempfile.mkdtemp(prefix="e2ee-demo-"))
+    levels = [args.level] if args.level else [4, 3]
+    console.print(f"data folder: {root}")
+    status = 0
+    for level in levels:
+        title = "end-to-end encrypted group chat" if level == 4 else "the relay can read this one"
+        console.rule(f"[bold]e2ee-chat demo, level {level}: {title}")
+        received, hits, relay_dir = run_level(level, root, console)
+        console.print("\n[bold]4.[/] what each client " + ("decrypted" if level == 4 else "received"))
+        print_screens(received, console)
+        print_stored(relay_dir, console)
+        console.print("\n[bold]6.[/] searching the relay's database (with -wal) and logs for every plaintext "
+                      "(UTF-8, base64, base64url, hex)")
+        for name, form, text in hits:
+            console.print(f"   {'[red]HIT[/]' if level == 4 else 'found'} {name}: {form} of {text!r}")
+        console.print(f"plaintext hits: {len(hits)}" + ("" if level == 4 else " (expected at this level)"))
+        if level == 4 and hits:
+            console.print("[red bold]FAIL: the relay stored or logged plaintext[/]")
+            status = 1
+        elif level == 4:
+            console.print("[green bold]the relay holds only ciphertext[/]")
+        elif not hits:
+            console.print("[red bold]FAIL: the search found nothing at a level where the relay reads the text[/]")
+            status = 1
+        else:
+            console.print(f"[yellow]at level {level} the relay stores readable text: the same search finds "
+                          f"{len({t for _, _, t in hits})} of {len(SCRIPT)} messages[/]")
+    return status
 
 
 if __name__ == "__main__":

@@ -168,6 +168,15 @@ async def _load_keys(body: RegisterBody | RotateBody, username: str):
 
 
 @handler
+async def relay_key(request: Request) -> Response:
+    """Level 3: the relay's RSA public key (SPKI DER, b64url) and its key id, for clients to pin."""
+    relay = _state(request).relay
+    if relay.relay_key_b64 is None:
+        raise NotFound(f"this relay runs level {_state(request).settings.level}: it has no L3 key")
+    return _json({"relay_key": relay.relay_key_b64, "kid": keys.key_id(relay.relay_private.public_key())})
+
+
+@handler
 async def register(request: Request) -> Response:
     st = _state(request)
     st.limits.registrations.check(_peer(request))
@@ -326,14 +335,21 @@ async def change_members(request: Request) -> Response:
 
 @handler
 async def post_message(request: Request) -> Response:
-    """REST send: the body is the envelope; same checks as the websocket; 201 with mid and seq."""
-    claims = _claims(request)
+    """REST send: the body is the envelope; same checks as the websocket; 201 with mid and seq.
+
+    Level 1 takes the sender from the ``X-E2EE-User`` header without any check (the point of
+    L1); level 3 needs a websocket session key, so it has no REST send.
+    """
     st = _state(request)
+    level = st.settings.level
+    if level == 3:
+        raise InvalidRequest("level 3 sends need a websocket session key", field="level")
+    subject = request.headers.get("x-e2ee-user", "") if level == 1 else _claims(request).sub
     data = await request.body()
     if len(data) > st.settings.max_envelope_bytes:
         raise LimitExceeded(f"envelope over {st.settings.max_envelope_bytes} bytes", field="envelope")
     async with st.sessions() as session:
-        user = await store.get_user(session, claims.sub)
+        user = await store.get_user(session, subject)
     if user is None:
         raise AuthFailed("token subject is unknown", field="sub")
     st.relay.sends.check(user.username)
@@ -359,6 +375,7 @@ async def websocket(ws: WebSocket) -> None:
 
 routes = [
     Route("/healthz", healthz),
+    Route("/v1/relay-key", relay_key),
     Route("/v1/accounts", register, methods=["POST"]),
     Route("/v1/token", login, methods=["POST"]),
     Route("/v1/token/renew", renew, methods=["POST"]),

@@ -11,21 +11,26 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import msgspec
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from shared import envelope, frames
+from shared import envelope, frames, l3, plain
+from shared.b64 import b64u_encode
 from shared.errors import (
     AuthFailed,
     ConversationMismatch,
     E2EEError,
+    EnvelopeMalformed,
     Forbidden,
     FrameInvalid,
     RecipientsMismatch,
     SenderMismatch,
 )
+from shared.keys import spki_der
 
 from . import store
 from .auth import Tokens, bearer_token
@@ -54,6 +59,17 @@ class Connection:
     pending_bytes: int = 0
     closing: str | None = None  # why the relay closes it (None: open, or closed by the peer)
     close_code: int = CLOSE_GOING_AWAY
+    session: l3.Session | None = None  # level 3: the session key shared with this client
+    c2r_seq: int = 0  # level 3: last sequence number received from the client
+    r2c_seq: int = 0  # level 3: last sequence number sent to the client
+
+    def seal_l3(self, m: plain.PlainEnvelope) -> bytes:
+        """Level 3: a ``msg`` payload re-encrypted for this connection (one AES-GCM encryption)."""
+        assert self.session is not None
+        self.r2c_seq += 1
+        token = l3.seal(self.session, m.text, direction=l3.R2C, conversation=m.cid, sender=m.snd,
+                        seq=self.r2c_seq, message_id=m.mid, sent_at_ms=m.ts, max_bytes=1 << 30)
+        return msgspec.json.encode(token)
 
     def close(self, code: int, reason: str) -> None:
         """Close after the frames already queued; later frames are dropped."""
@@ -102,12 +118,14 @@ class Hub:
             if not conns:
                 del self._conns[conn.user_id]
 
-    def deliver(self, user_ids: list[int], data: bytes, exclude: Connection | None = None) -> int:
-        """Queue ``data`` to every connection of ``user_ids`` except ``exclude``; return the count."""
+    def deliver(self, user_ids: list[int], data: bytes | Callable[[Connection], bytes],
+                exclude: Connection | None = None) -> int:
+        """Queue ``data`` (or ``data(conn)``, built per connection) to every connection of
+        ``user_ids`` except ``exclude``; return how many connections took it."""
         n = 0
         for uid in user_ids:
             for conn in list(self._conns.get(uid, ())):
-                if conn is not exclude and conn.enqueue(data):
+                if conn is not exclude and conn.enqueue(data(conn) if callable(data) else data):
                     n += 1
         return n
 
@@ -133,6 +151,9 @@ class Relay:
         self.writer = writer
         self.hub = Hub()
         self.sends = RateLimiter("sends", settings.rate_sends_per_s, settings.rate_sends_burst)
+        self.relay_private = settings.resolve_relay_key() if settings.level == 3 else None
+        self.relay_key_b64 = (b64u_encode(spki_der(self.relay_private.public_key()))
+                              if self.relay_private is not None else None)
         self.hello = frames.encode(
             frames.Hello(
                 version=envelope.VERSION, level=settings.level, max_frame=settings.max_frame_bytes,
@@ -154,39 +175,52 @@ class Relay:
 
     # -- connection life ---------------------------------------------------------------------------
     async def serve(self, ws: WebSocket) -> None:
+        """Run one websocket: refuse tokens in URLs, authenticate (header or first frame, by level),
+        announce ``hello``, then read frames until the peer or the relay closes."""
         peer = f"{ws.client.host}:{ws.client.port}" if ws.client else "?"
+        level = self.settings.level
         if ws.url.query:
             log.warning("ws refused peer=%s reason=query string present (tokens never go in URLs)", peer)
             await ws.close(CLOSE_AUTH)
             return
         claims = None
         header_token = bearer_token(ws.headers.get("authorization"))
-        if header_token is not None:
+        if header_token is not None and level > 1:
             try:
                 claims = self.tokens.verify(header_token)
             except AuthFailed as exc:
                 log.warning("ws refused peer=%s reason=%s", peer, exc.message)
                 await ws.close(CLOSE_AUTH)
                 return
+        challenge = os.urandom(l3.CHALLENGE_BYTES) if level == 3 else None
         await ws.accept()
-        await ws.send_text(self.hello)
+        await ws.send_text(self._hello(challenge))
         try:
-            if claims is None:
-                claims = await self._first_frame_auth(ws, peer)
-                if claims is None:
+            session = None
+            if claims is None or level in (1, 3):
+                auth = await self._first_frame(ws, peer)
+                if auth is None:
                     return
-            async with self.sessions() as session:
-                user = await store.get_user(session, claims.sub)
+                subject, session = await self._authenticate(auth, claims, challenge)
+            else:
+                subject = claims.sub
+            async with self.sessions() as db:
+                user = await store.get_user(db, subject)
             if user is None:
-                await self._refuse(ws, peer, AuthFailed("token subject is unknown", field="sub"))
-                return
-            conn = Connection(ws, user.username, user.id, self.settings.send_queue_frames,
-                              self.settings.send_queue_bytes)
+                raise AuthFailed("unknown user", field="sub")
+        except E2EEError as exc:
+            await self._refuse(ws, peer, exc)
+            return
+        except WebSocketDisconnect:
+            return
+        conn = Connection(ws, user.username, user.id, self.settings.send_queue_frames,
+                          self.settings.send_queue_bytes, session=session)
+        try:
             await ws.send_text(frames.encode(frames.Ready(user.username)).decode())
         except WebSocketDisconnect:
             return
         self.hub.add(conn)
-        log.info("ws open user=%s peer=%s", conn.user, peer)
+        log.info("ws open user=%s peer=%s level=%d", conn.user, peer, level)
         pump = asyncio.create_task(conn.pump())
         try:
             await self._read_loop(conn, pump)
@@ -199,13 +233,45 @@ class Relay:
             pump.cancel()
             log.info("ws closed user=%s reason=%s", conn.user, conn.closing or "peer")
 
+    def _hello(self, challenge: bytes | None) -> str:
+        if challenge is None:
+            return self.hello
+        return frames.encode(frames.Hello(
+            version=envelope.VERSION, level=self.settings.level, max_frame=self.settings.max_frame_bytes,
+            max_envelope=self.settings.max_envelope_bytes, max_recipients=self.settings.max_recipients,
+            auth_timeout_s=self.settings.auth_timeout_s, challenge=b64u_encode(challenge),
+            relay_key=self.relay_key_b64,
+        )).decode()
+
+    async def _authenticate(self, auth: frames.Auth, claims, challenge: bytes | None):
+        """``(username, l3 session or None)`` for a first ``auth`` frame at this relay's level.
+
+        Raises:
+            AuthFailed; at level 3 the handshake's errors (UnwrapFailed, ChallengeMismatch, ...).
+        """
+        level = self.settings.level
+        if level == 1:
+            if not auth.user:
+                raise AuthFailed("level 1: the auth frame names the user", field="user")
+            return auth.user, None
+        if claims is None:
+            claims = self.tokens.verify(auth.token)
+        if level != 3:
+            return claims.sub, None
+        if not auth.l3_key:
+            raise AuthFailed("level 3: the auth frame carries the session-key handshake", field="l3_key")
+        # One RSA private-key operation: off the event loop.
+        session = await asyncio.to_thread(l3.accept_handshake, auth.l3_key, self.relay_private, challenge)
+        return claims.sub, session
+
     async def _refuse(self, ws: WebSocket, peer: str, exc: E2EEError) -> None:
         log.warning("ws refused peer=%s reason=%s", peer, exc.message)
         with contextlib.suppress(Exception):
             await ws.send_text(frames.encode(frames.Error(exc.code, exc.message, exc.field)).decode())
             await ws.close(CLOSE_AUTH, exc.code)
 
-    async def _first_frame_auth(self, ws: WebSocket, peer: str):
+    async def _first_frame(self, ws: WebSocket, peer: str) -> frames.Auth | None:
+        """The connection's first frame, which must be ``auth`` and come within the auth timeout."""
         try:
             raw = await asyncio.wait_for(ws.receive(), self.settings.auth_timeout_s)
         except TimeoutError:
@@ -216,12 +282,13 @@ class Relay:
             return None
         try:
             frame = frames.decode_client_frame(data)
-            if not isinstance(frame, frames.Auth):
-                raise AuthFailed("the first frame must be auth", field="type")
-            return self.tokens.verify(frame.token)
-        except (AuthFailed, FrameInvalid) as exc:
+        except FrameInvalid as exc:
             await self._refuse(ws, peer, exc)
             return None
+        if not isinstance(frame, frames.Auth):
+            await self._refuse(ws, peer, AuthFailed("the first frame must be auth", field="type"))
+            return None
+        return frame
 
     async def _read_loop(self, conn: Connection, pump: asyncio.Task) -> None:
         inflight = asyncio.Semaphore(self.settings.max_inflight_sends)
@@ -284,6 +351,10 @@ class Relay:
             E2EEError subclasses: EnvelopeTooLarge, EnvelopeMalformed, ConversationMismatch,
             SenderMismatch, Forbidden, RecipientsMismatch.
         """
+        if self.settings.level < 4:
+            return await self.accept_plain(
+                user, user_id, conversation,
+                plain.parse(raw, max_bytes=self.settings.max_envelope_bytes), exclude)
         parsed = envelope.parse(
             raw, max_bytes=self.settings.max_envelope_bytes, max_recipients=self.settings.max_recipients
         )
@@ -314,6 +385,37 @@ class Relay:
                      result.seq, h.cid, user, len(raw), len(members), n)
         return frames.Stored(h.mid, result.seq, h.cid, result.duplicate)
 
+    async def accept_plain(self, user: str, user_id: int, conversation: str, m: plain.PlainEnvelope,
+                           exclude: Connection | None = None) -> frames.Stored:
+        """Levels 1-3: store a readable message after the same sender and membership checks as
+        level 4, and fan it out (at level 3 re-encrypted under each recipient's session key).
+
+        Raises:
+            ConversationMismatch, SenderMismatch, Forbidden.
+        """
+        if m.cid != conversation:
+            raise ConversationMismatch("envelope cid differs from the frame's conversation", field="cid")
+        if m.snd != user:
+            raise SenderMismatch("envelope sender must be the authenticated user", field="snd")
+        async with self.sessions() as session:
+            members = await store.member_keys(session, m.cid)
+        if not any(mk.user_id == user_id for mk in members):
+            raise Forbidden("not a member of this conversation", field="conversation")
+        raw = plain.encode(m)
+        result = await self.writer.run(store.add_message(m.cid, user_id, m.mid, raw, [mk.user_id for mk in members]))
+        if not result.duplicate:
+            self.hub.deliver([mk.user_id for mk in members], self._message_for(result.seq, m, raw), exclude=exclude)
+            log.info("stored seq=%d conv=%s from=%s bytes=%d recipients=%d (level %d)",
+                     result.seq, m.cid, user, len(raw), len(members), self.settings.level)
+        return frames.Stored(m.mid, result.seq, m.cid, result.duplicate)
+
+    def _message_for(self, seq: int, m: plain.PlainEnvelope, raw: bytes) -> bytes | Callable[[Connection], bytes]:
+        """The ``msg`` frame for a stored readable message: the same bytes for every connection
+        (levels 1-2) or one built per connection under its session key (level 3)."""
+        if self.settings.level != 3:
+            return frames.encode(frames.Message(seq, m.cid, m.snd, msgspec.Raw(raw)))
+        return lambda conn: frames.encode(frames.Message(seq, m.cid, m.snd, msgspec.Raw(conn.seal_l3(m))))
+
     def notify(self, user_ids: list[int], event: frames.Event) -> None:
         """Send an ``event`` frame to every online connection of ``user_ids``."""
         self.hub.deliver(sorted(set(user_ids)), frames.encode(event))
@@ -322,7 +424,11 @@ class Relay:
         raw = bytes(frame.envelope)
         try:
             self.sends.check(conn.user)
-            stored = await self.accept(conn.user, conn.user_id, frame.conversation, raw, exclude=conn)
+            if conn.session is not None:
+                stored = await self.accept_plain(conn.user, conn.user_id, frame.conversation,
+                                                 self._open_l3(conn, raw), exclude=conn)
+            else:
+                stored = await self.accept(conn.user, conn.user_id, frame.conversation, raw, exclude=conn)
         except E2EEError as exc:
             log.info("send refused user=%s code=%s bytes=%d", conn.user, exc.code, len(raw))
             conn.enqueue(self._error(exc, _mid_of(raw)))
@@ -333,6 +439,18 @@ class Relay:
             return
         conn.enqueue(frames.encode(stored))
 
+    def _open_l3(self, conn: Connection, raw: bytes) -> plain.PlainEnvelope:
+        """Level 3: decrypt a client's message under its session key (the relay reads it)."""
+        try:
+            token = msgspec.json.decode(raw, type=str)
+        except msgspec.DecodeError:
+            raise EnvelopeMalformed("level 3: the envelope is a JWE compact string", field="envelope") from None
+        opened = l3.open(conn.session, token, direction=l3.C2R, after_seq=conn.c2r_seq,
+                         max_bytes=self.settings.max_envelope_bytes)
+        h = opened.header
+        conn.c2r_seq = h.seq
+        return plain.check(plain.PlainEnvelope(h.mid, h.cid, h.snd, h.ts, opened.plaintext.decode("utf-8")))
+
     async def _sync(self, conn: Connection, frame: frames.Sync) -> None:
         """Send one page after ``frame.after``: at most ``limit`` messages and at most half the
         connection's queue budget in bytes, so a catching-up reader is never dropped as slow."""
@@ -342,7 +460,10 @@ class Relay:
         budget = self.settings.send_queue_bytes // 2
         cursor, sent, used = frame.after, 0, 0
         for m in page[:limit]:
-            data = frames.encode(frames.Message(m.seq, m.conversation_id, m.sender, msgspec.Raw(m.envelope)))
+            if conn.session is not None:
+                data = self._message_for(m.seq, plain.parse(m.envelope, max_bytes=len(m.envelope)), m.envelope)(conn)
+            else:
+                data = frames.encode(frames.Message(m.seq, m.conversation_id, m.sender, msgspec.Raw(m.envelope)))
             if sent and used + len(data) > budget:
                 break
             if not conn.enqueue(data):

@@ -73,8 +73,6 @@ class Settings:
             raise ValueError("level must be 1, 2, 3 or 4")
         if self.level < 4 and not self.demo_level:
             raise ValueError("levels 1-3 are demonstrations: add --demo-level to confirm")
-        if self.level < 4:
-            raise ValueError("levels 1-3 are not implemented yet (issue #4)")
         if not 0 < self.token_ttl_s <= 900:
             raise ValueError("token_ttl_s must be in 1..900")
         if not 0 <= self.jwt_leeway_s <= 5:
@@ -129,6 +127,25 @@ class Settings:
         if self.jwt_algorithm == "HS256":
             return bytes.fromhex(data.decode().strip())
         return serialization.load_pem_private_key(data, password=None)
+
+    def resolve_relay_key(self):
+        """Level 3: the relay's RSA-3072 key in ``data_dir/relay-l3-key.pem`` (0600), made at first
+        start. Clients wrap their session keys to it and pin it (``GET /v1/relay-key``)."""
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import rsa
+
+        path = self.ensure_data_dir() / "relay-l3-key.pem"
+        if not path.exists():
+            key = rsa.generate_private_key(public_exponent=65537, key_size=3072)
+            data = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                     serialization.NoEncryption())
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                with os.fdopen(fd, "wb") as f:
+                    f.write(data)
+            except FileExistsError:
+                pass
+        return serialization.load_pem_private_key(path.read_bytes(), password=None)
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None, **overrides) -> Settings:

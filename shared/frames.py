@@ -14,13 +14,24 @@ from .errors import FrameInvalid
 
 # -- client -> relay -----------------------------------------------------------------------------
 class Auth(msgspec.Struct, tag="auth", forbid_unknown_fields=True):
-    """First frame when the token was not sent in the Authorization header."""
+    """First frame: authenticates the connection (unless the token came in the Authorization
+    header at levels 2 and 4).
 
-    token: str
+    ``token``: the JWT (levels 2-4; may be empty if it was sent in the header).
+    ``user``: level 1 only — the claimed username, taken without any check (the point of L1).
+    ``l3_key``: level 3 only, required — the session-key handshake (``shared.l3.start_handshake``)
+    made with the relay key and the ``challenge`` from this connection's ``hello``.
+    """
+
+    token: str = ""
+    user: str | None = None
+    l3_key: str | None = None
 
 
 class Send(msgspec.Struct, tag="send", forbid_unknown_fields=True):
-    """Send an envelope to a conversation. ``envelope`` is kept as raw JSON bytes."""
+    """Send an envelope to a conversation. ``envelope`` is kept as raw JSON bytes: the L4 JWE
+    object (level 4), an L3 compact JWE as a JSON string (level 3), or a plain envelope object
+    ``{"mid", "cid", "snd", "ts", "text"}`` (levels 1 and 2; see ``shared.plain``)."""
 
     conversation: str
     envelope: msgspec.Raw
@@ -58,6 +69,8 @@ class Hello(msgspec.Struct, tag="hello"):
     max_envelope: int
     max_recipients: int
     auth_timeout_s: float
+    challenge: str | None = None  # level 3: 16 random bytes (b64url) to prove in the handshake
+    relay_key: str | None = None  # level 3: the relay's RSA key, SPKI DER b64url (pin it)
 
 
 class Ready(msgspec.Struct, tag="ready"):
