@@ -282,7 +282,7 @@ def parse(
     """Check an envelope's size, shape and encodings without any cryptography.
 
     Used by the relay on every send and by :func:`open` before any crypto runs. The checks run in
-    the order of docs/PROTOCOL.md §5.6; the first failure is raised.
+    the order of docs/PROTOCOL.md §5.7 (steps 1-17); the first failure is raised.
 
     Args:
         data: the serialized envelope (UTF-8 JSON bytes; ``str`` is encoded as UTF-8).

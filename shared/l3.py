@@ -420,7 +420,7 @@ def open(  # noqa: A001 - the module's public verb, used as l3.open(...)
 ) -> Opened:
     """Check and decrypt one L3 message.
 
-    Checks, in order (docs/PROTOCOL.md §6.4): size and 5 parts; header JSON and values (alg dir,
+    Checks, in order (docs/PROTOCOL.md §6.3): size and 5 parts; header JSON and values (alg dir,
     enc A256GCM, typ e2ee-chat/l3, v 1); empty encrypted key; ``kid`` = this session; the forms
     of dir, mid, cid, snd, seq and ts; nonce and tag lengths; AES-256-GCM with the protected
     header as AAD; then, on the authenticated header, ``dir`` = ``direction`` and
