@@ -1,8 +1,20 @@
 """Headless client core (asyncio): account, keys, contacts, websocket session, seal/open.
 
 Used by the Textual app, ``e2ee-demo``, ``e2ee-chat send/tail`` and the bench. Every RSA
-private-key operation and key generation runs in a worker thread, so an event loop that drives
-a UI is never blocked by crypto. The client reaches the relay only over the wire (REST + ws).
+private-key operation, key generation, Argon2id and SQLite call runs in a worker thread, so an
+event loop that drives a UI is never blocked by crypto or disk. The client reaches the relay only
+over the wire (REST + websocket).
+
+Two ways to be online:
+
+* :meth:`ChatClient.connect` opens one websocket and syncs (raises on failure; no reconnect).
+* :meth:`ChatClient.start` keeps a session alive: reconnect with exponential backoff and jitter,
+  never retrying a refused login in a loop (close 1008 / HTTP 401-403: one fresh login, then stop),
+  sync from the persisted cursor, re-send the outbox.
+
+What the user sees is a list of :class:`~client_tui.history.Record` per conversation, kept in the
+local history cache and announced by :class:`RecordChanged` events on :attr:`ChatClient.events`
+(next to the simpler :class:`MessageReceived` / :class:`MessageStored` / :class:`Delivered`).
 """
 
 from __future__ import annotations
@@ -12,6 +24,8 @@ import contextlib
 import json
 import logging
 import os
+import random
+import secrets
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,21 +34,33 @@ import httpx2
 import msgspec
 import platformdirs
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 
-from shared import envelope, frames
+from shared import envelope, frames, rotation
+from shared.b64 import b64u_decode, b64u_encode
 from shared.errors import (
     AuthFailed,
     E2EEError,
+    EnvelopeTooLarge,
+    SignatureInvalid,
     UnknownSenderKey,
-    VerificationFailed,
 )
 from shared.keys import DEFAULT_RSA_BITS, Identity, PublicIdentity
 
-from . import keystore
+from . import keystore, measure
+from .history import History, Record, now_ms
 
 log = logging.getLogger("e2ee.client")
 REQUIRED_LEVEL = 4
+CLOSE_AUTH = 1008
+CLOSE_TOO_BIG = 1009
+CLOSE_SLOW = 1013
+CLOSE_GOING_AWAY = 1001
+PING_EVERY_S = 15.0
+ACK_DELAY_S = 0.05
+SEND_TIMEOUT_S = 30.0
+MAX_RESEALS = 3
+KEY_REFETCH_S = 5.0
 
 
 class ClientError(E2EEError):
@@ -58,9 +84,22 @@ class DowngradeRefused(E2EEError):
 
 
 class KeyChangeBlocked(E2EEError):
-    """A member's key changed since it was pinned; sending waits until the user accepts it."""
+    """A member's key changed since it was pinned; sending waits until the user accepts it.
+
+    ``users`` names every member whose change waits for a decision.
+    """
 
     code = "key_change_blocked"
+
+    def __init__(self, message: str, *, field: str | None = None, users: tuple[str, ...] = ()) -> None:
+        super().__init__(message, field=field)
+        self.users = users
+
+
+class MemberWithoutKey(E2EEError):
+    """A member of the conversation has published no key: nobody can send to them."""
+
+    code = "member_without_key"
 
 
 # -- events the core emits ---------------------------------------------------------------------------
@@ -75,6 +114,7 @@ class MessageReceived:
     counter: int
     envelope: bytes
     timings_ms: dict[str, float]
+    warning: str = ""  # e.g. "key_not_accepted": signed by a new key the user has not accepted yet
 
 
 @dataclass(frozen=True)
@@ -113,25 +153,97 @@ class Delivered:
 class ConnectionState:
     state: str  # "connecting" | "online" | "offline" | "refused"
     detail: str = ""
+    retry_in: float | None = None
 
 
 @dataclass(frozen=True)
 class KeyChanged:
+    """``user`` serves other keys than the pinned ones; sending to them waits for a decision.
+
+    ``signed_by_old``: the relay's key history shows the new keys signed by the pinned signing
+    key (True), not (False: a substitution is possible), or could not tell (None).
+    """
+
     user: str
     old_kids: tuple[str, str]
     new_kids: tuple[str, str]
+    signed_by_old: bool | None = None
 
 
-Event = MessageReceived | MessageUnreadable | MessageStored | Delivered | ConnectionState | KeyChanged
+@dataclass(frozen=True)
+class RecordChanged:
+    """A message record was added (``new``) or changed (state, seq, delivered_to ...)."""
+
+    record: Record
+    new: bool = False
+
+
+@dataclass(frozen=True)
+class ConversationsChanged:
+    """The list of conversations, a title or a member list changed."""
+
+    conversation: str | None = None
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ContactChanged:
+    """A contact was pinned, verified, or its key change accepted."""
+
+    user: str
+
+
+@dataclass(frozen=True)
+class GapDetected:
+    """Counters of ``sender`` in ``conversation`` skipped ``missing``: messages were withheld
+    (or are still on their way)."""
+
+    conversation: str
+    sender: str
+    missing: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class RttMeasured:
+    ms: float
+
+
+Event = (MessageReceived | MessageUnreadable | MessageStored | Delivered | ConnectionState | KeyChanged
+         | RecordChanged | ConversationsChanged | ContactChanged | GapDetected | RttMeasured)
 
 
 @dataclass
 class Contact:
-    """A pinned contact (trust on first use)."""
+    """A pinned contact (trust on first use).
+
+    Attributes:
+        identity: the pinned keys.
+        verified: the user compared the safety number and marked it verified.
+        pending: a changed key waiting for the user's decision (sending is blocked meanwhile).
+        previous: keys pinned before (still accepted on messages signed before a change).
+        changes: key-change events kept: ``{"at", "old", "new", "signed_by_old", "decision"}``.
+    """
 
     identity: PublicIdentity
     verified: bool = False
-    pending: PublicIdentity | None = None  # a changed key waiting for the user's decision
+    pending: PublicIdentity | None = None
+    previous: list[PublicIdentity] = field(default_factory=list)
+    changes: list[dict] = field(default_factory=list)
+    pending_signed_by_old: bool | None = None
+
+    def to_json(self) -> dict:
+        return {"identity": self.identity.to_json(), "verified": self.verified,
+                "pending": self.pending.to_json() if self.pending else None,
+                "pending_signed_by_old": self.pending_signed_by_old,
+                "previous": [p.to_json() for p in self.previous], "changes": self.changes}
+
+    @classmethod
+    def from_json(cls, doc: dict) -> Contact:
+        return cls(PublicIdentity.from_json(doc["identity"]), bool(doc.get("verified", False)),
+                   PublicIdentity.from_json(doc["pending"]) if doc.get("pending") else None,
+                   [PublicIdentity.from_json(p) for p in doc.get("previous", [])], list(doc.get("changes", [])),
+                   doc.get("pending_signed_by_old"))
 
 
 def default_profile_root() -> Path:
@@ -145,7 +257,18 @@ def _url_slug(url: str) -> str:
 @dataclass
 class _State:
     cursor: int = 0
-    counters: dict[str, int] = field(default_factory=dict)
+    counters: dict[str, int] = field(default_factory=dict)  # my counter per conversation
+    last_ctr: dict[str, int] = field(default_factory=dict)  # "conv\x00sender" -> highest counter seen
+    missing: dict[str, list[int]] = field(default_factory=dict)  # "conv\x00sender" -> counters not seen
+
+
+@dataclass(eq=False)
+class _Outgoing:
+    record: Record
+    sealed: asyncio.Event
+    done: asyncio.Future
+    hold: bool
+    reseals: int = 0
 
 
 class ChatClient:
@@ -154,18 +277,21 @@ class ChatClient:
     Args:
         server_url: relay base URL, e.g. ``http://127.0.0.1:8765`` (``https://`` for TLS).
         username: the account name.
-        profile_root: folder for per-account files (keystore 0600, contacts, cursor);
+        profile_root: folder for per-account files (keystore 0600, contacts, history cache);
             default: the platform's user data folder (platformdirs).
         kdf: Argon2id cost override for the keystore (tests use a small one).
+        backoff: ``(first, most)`` reconnect delays in seconds (doubling, with jitter).
     """
 
     def __init__(self, server_url: str, username: str, profile_root: Path | None = None,
-                 kdf: dict | None = None) -> None:
+                 kdf: dict | None = None, backoff: tuple[float, float] = (0.5, 30.0)) -> None:
         self.server_url = server_url.rstrip("/")
         self.username = username
         self.profile = (profile_root or default_profile_root()) / _url_slug(self.server_url) / username
         self.kdf = kdf
+        self.backoff = backoff
         self.identity: Identity | None = None
+        self.retired: tuple[Identity, ...] = ()
         self.token: str | None = None
         self.token_exp = 0
         self.hello: frames.Hello | None = None
@@ -173,38 +299,111 @@ class ChatClient:
         self.contacts: dict[str, Contact] = {}
         self.members: dict[str, list[str]] = {}
         self.titles: dict[str, str] = {}
+        self.unread: dict[str, int] = {}
+        self.inactive: set[str] = set()
+        self.history: History | None = None
+        self.state = "offline"
+        self.rtt_ms: float | None = None
+        self.last_close: tuple[int | None, str] = (None, "")
         self._state = _State()
         self._seen: set[tuple[str, str]] = set()
         self._pending: dict[str, asyncio.Future] = {}
+        self._outbox: list[_Outgoing] = []
+        self._outgoing_by_mid: dict[str, _Outgoing] = {}
+        self._mine_by_seq: dict[int, Record] = {}
+        self._outbox_wake = asyncio.Event()
+        self._password: str | None = None
+        self._passphrase: str | None = None
+        self._local_key = b""
         self._http = httpx2.AsyncClient(base_url=self.server_url, timeout=30)
         self._ws: ClientConnection | None = None
         self._reader: asyncio.Task | None = None
+        self._tasks: set[asyncio.Task] = set()
+        self._supervisor: asyncio.Task | None = None
+        self._wake_reconnect = asyncio.Event()
         self._synced = asyncio.Event()
+        self._closing = False
+        self._ack_due = 0
+        self._ack_sent = 0
+        self._ack_task: asyncio.Task | None = None
+        self._ping_nonce = 0
+        self._ping_sent: dict[int, float] = {}
+        self._key_fetched_at: dict[str, float] = {}
+        self._pos = 0.0
 
     # -- files --------------------------------------------------------------------------------------
     @property
     def keystore_path(self) -> Path:
         return self.profile / "keystore.json"
 
-    def _load_state(self) -> None:
-        path = self.profile / "state.json"
-        if path.exists():
-            doc = json.loads(path.read_text())
-            self._state = _State(doc.get("cursor", 0), doc.get("counters", {}))
+    @property
+    def history_path(self) -> Path:
+        return self.profile / "history.sqlite3"
+
+    def _load_contacts(self) -> None:
         cpath = self.profile / "contacts.json"
         if cpath.exists():
             for name, c in json.loads(cpath.read_text()).items():
-                self.contacts[name] = Contact(PublicIdentity.from_json(c["identity"]), c.get("verified", False))
+                try:
+                    self.contacts[name] = Contact.from_json(c)
+                except (E2EEError, KeyError, TypeError) as exc:
+                    log.warning("contact %s in %s is damaged and was skipped: %s", name, cpath, exc)
 
     def _save_state(self) -> None:
+        """Write the contacts (pinned keys, verified flags, key-change events), 0600, atomically."""
         self.profile.mkdir(parents=True, exist_ok=True, mode=0o700)
-        _atomic_write(self.profile / "state.json",
-                      json.dumps({"cursor": self._state.cursor, "counters": self._state.counters}))
-        _atomic_write(self.profile / "contacts.json", json.dumps(
-            {n: {"identity": c.identity.to_json(), "verified": c.verified} for n, c in self.contacts.items()}))
+        _atomic_write(self.profile / "contacts.json",
+                      json.dumps({n: c.to_json() for n, c in self.contacts.items()}, indent=1))
+
+    async def _open_local(self, bundle: keystore.KeyBundle, passphrase: str) -> None:
+        """After the keystore opened: history cache, cursor and counters, contacts, outbox."""
+        self.identity, self.retired = bundle.identity, bundle.retired
+        self._passphrase = passphrase
+        self._local_key = bundle.local_key
+        if not self._local_key:  # a keystore written before the history cache existed
+            self._local_key = await asyncio.to_thread(
+                keystore.save, self.keystore_path, bundle.identity, passphrase, self.kdf, retired=bundle.retired)
+        self._load_contacts()
+        me = self.contacts.get(self.username)
+        if me is None or me.identity.wrap_kid != self.identity.wrap_kid:
+            self.contacts[self.username] = Contact(self.identity.public, verified=True)
+        if self.history is None:
+            self.history = await History.open(self.history_path, self._local_key)
+        meta = await self.history.meta()
+        legacy = self.profile / "state.json"
+        if not meta and legacy.exists():  # cursor and counters of an older client
+            doc = json.loads(legacy.read_text())
+            meta = {"cursor": doc.get("cursor", 0), "counters": doc.get("counters", {})}
+        self._state = _State(int(meta.get("cursor", 0)), dict(meta.get("counters", {})),
+                             dict(meta.get("last_ctr", {})), dict(meta.get("missing", {})))
+        self._seen = await self.history.seen()
+        self._pos = max(float(self._state.cursor), await self.history.max_pos())
+        for c in await self.history.conversations():
+            self.titles[c["id"]] = c["title"]
+            self.members[c["id"]] = c["members"]
+            self.unread[c["id"]] = c["unread"]
+            if not c["active"]:
+                self.inactive.add(c["id"])
+        for rec in await self.history.outbox():
+            if rec.state == "sealing":  # interrupted before the envelope existed: seal again
+                rec.state, rec.envelope = "sending", None
+            item = _Outgoing(rec, asyncio.Event(), asyncio.get_running_loop().create_future(), True)
+            item.sealed.set()
+            item.done.add_done_callback(_consume)
+            self._outbox.append(item)
+            if rec.mid:
+                self._outgoing_by_mid[rec.mid] = item
+        self._save_state()
+
+    def _meta(self) -> dict:
+        s = self._state
+        return {"cursor": s.cursor, "counters": s.counters, "last_ctr": s.last_ctr, "missing": s.missing}
 
     # -- REST -----------------------------------------------------------------------------------------
-    async def _request(self, method: str, path: str, body: dict | None = None, auth: bool = True) -> dict:
+    async def _request(self, method: str, path: str, body: dict | None = None, auth: bool = True,
+                       _retry: bool = True) -> dict:
+        if auth:
+            await self._ensure_token()
         headers = {"Authorization": f"Bearer {self.token}"} if auth and self.token else {}
         try:
             resp = await self._http.request(method, path, json=body, headers=headers)
@@ -214,29 +413,41 @@ class ChatClient:
             data = resp.json()
         except ValueError:
             raise ClientError(f"relay answered {resp.status_code} without JSON", status=resp.status_code) from None
+        if resp.status_code == 401 and auth and _retry and self._password:
+            await self._login(self._password)  # expired token: one fresh login, then the request once more
+            return await self._request(method, path, body, auth, _retry=False)
         if resp.status_code >= 400:
-            err = data.get("error", {})
+            err = data.get("error", {}) if isinstance(data, dict) else {}
             raise ClientError(err.get("message", "request failed"), code=err.get("code"), field=err.get("field"),
                               detail=err.get("detail"), status=resp.status_code)
         return data
 
-    async def register(self, password: str, passphrase: str, bits: int = DEFAULT_RSA_BITS) -> Identity:
+    async def register(self, password: str, passphrase: str, bits: int = DEFAULT_RSA_BITS,
+                       identity: Identity | None = None) -> Identity:
         """Generate keys (in a thread), save them encrypted, publish the public parts, log in.
+
+        ``identity``: use these keys instead of generating new ones (tests, imports).
 
         Raises:
             ClientError: the relay refused (e.g. ``conflict`` if the name is taken).
+            keystore.KeystoreError: empty passphrase.
         """
-        identity = await asyncio.to_thread(Identity.generate, self.username, bits)
+        if not passphrase:
+            raise keystore.KeystoreError("a passphrase is required", field="passphrase")
+        if identity is None:
+            identity = await asyncio.to_thread(Identity.generate, self.username, bits)
         pub = identity.public.to_json()
         data = await self._request("POST", "/v1/accounts", {
             "username": self.username, "password": password, "wrap_key": pub["wrap_key"],
             "sign_key": pub["sign_key"]}, auth=False)
         self.username = data["username"]
         self.profile = self.profile.parent / self.username
-        await asyncio.to_thread(keystore.save, self.keystore_path, identity, passphrase, self.kdf)
-        self.identity = identity
-        self._load_state()
-        self.contacts[self.username] = Contact(identity.public, verified=True)
+        if self.profile.exists() and any(self.profile.iterdir()):
+            aside = self.profile.with_name(f"{self.username}.replaced-{int(time.time())}")
+            log.warning("a profile for %s existed; moved to %s", self.username, aside)
+            self.profile.rename(aside)
+        local_key = await asyncio.to_thread(keystore.save, self.keystore_path, identity, passphrase, self.kdf)
+        await self._open_local(keystore.KeyBundle(identity, local_key), passphrase)
         await self._login(password)
         return identity
 
@@ -246,96 +457,316 @@ class ChatClient:
         Raises:
             keystore.WrongPassphrase, keystore.KeystoreError, ClientError.
         """
-        self.identity = await asyncio.to_thread(keystore.load, self.keystore_path, passphrase)
-        self._load_state()
-        self.contacts[self.username] = Contact(self.identity.public, verified=True)
+        bundle = await asyncio.to_thread(keystore.load_bundle, self.keystore_path, passphrase)
+        await self._open_local(bundle, passphrase)
         await self._login(password)
-        return self.identity
+        return bundle.identity
 
     async def _login(self, password: str) -> None:
         data = await self._request("POST", "/v1/token", {"username": self.username, "password": password},
                                    auth=False)
         self.token, self.token_exp = data["token"], data["expires_at"]
+        self._password = password
 
     async def renew_token(self) -> None:
         """Swap the current token for a fresh one (no password needed while it is valid)."""
-        data = await self._request("POST", "/v1/token/renew")
+        data = await self._request("POST", "/v1/token/renew", _retry=False)
         self.token, self.token_exp = data["token"], data["expires_at"]
+
+    async def _ensure_token(self) -> None:
+        """Renew a token close to expiry (or log in again with the password kept in memory)."""
+        if self.token is None or self.token_exp - time.time() > 60:
+            return
+        try:
+            if self.token_exp > time.time() + 2:
+                headers = {"Authorization": f"Bearer {self.token}"}
+                resp = await self._http.post("/v1/token/renew", headers=headers)
+                if resp.status_code == 200:
+                    data = resp.json()
+                    self.token, self.token_exp = data["token"], data["expires_at"]
+                    return
+            if self._password:
+                await self._login(self._password)
+        except httpx2.HTTPError:
+            pass
 
     async def fetch_keys(self, user: str) -> PublicIdentity:
         """Fetch ``user``'s published keys and pin them on first use.
 
         A key that differs from the pinned one is kept as ``pending`` and emits
         :class:`KeyChanged`; sending to that user is then blocked until :meth:`accept_key`.
+
+        Raises:
+            ClientError: ``not_found`` (no such user or no key published), relay errors.
         """
         ident = PublicIdentity.from_json(await self._request("GET", f"/v1/users/{user}/keys"))
+        self._key_fetched_at[ident.username] = time.monotonic()
         contact = self.contacts.get(ident.username)
         if contact is None:
             self.contacts[ident.username] = Contact(ident)
             self._save_state()
-        elif (contact.identity.wrap_kid, contact.identity.sign_kid) != (ident.wrap_kid, ident.sign_kid):
-            if contact.pending is None or contact.pending.wrap_kid != ident.wrap_kid:
-                contact.pending = ident
-                await self.events.put(KeyChanged(
-                    ident.username, (contact.identity.wrap_kid, contact.identity.sign_kid),
-                    (ident.wrap_kid, ident.sign_kid)))
+            await self.events.put(ContactChanged(ident.username))
+        elif (contact.identity.wrap_kid, contact.identity.sign_kid) == (ident.wrap_kid, ident.sign_kid):
+            if contact.pending is not None:  # the relay serves the pinned key again
+                contact.pending = None
+                self._save_state()
+                await self.events.put(ContactChanged(ident.username))
+        elif contact.pending is None or (contact.pending.wrap_kid, contact.pending.sign_kid) != (
+                ident.wrap_kid, ident.sign_kid):
+            if ident.username == self.username and self.identity is not None:
+                log.warning("the relay serves other keys for me (%s…) than mine (%s…)", ident.wrap_kid[:8],
+                            contact.identity.wrap_kid[:8])
+                return contact.identity
+            signed = await self._rotation_evidence(contact.identity, ident)
+            contact.pending, contact.pending_signed_by_old = ident, signed
+            old = (contact.identity.wrap_kid, contact.identity.sign_kid)
+            new = (ident.wrap_kid, ident.sign_kid)
+            contact.changes.append({"at": now_ms(), "old": list(old), "new": list(new), "signed_by_old": signed,
+                                    "decision": None})
+            self._save_state()
+            log.warning("key change for %s: pinned %s…, relay serves %s… (signed by old key: %s)",
+                        ident.username, old[0][:8], new[0][:8], signed)
+            await self.events.put(KeyChanged(ident.username, old, new, signed))
         return self.contacts[ident.username].identity
 
-    def accept_key(self, user: str) -> None:
-        """Accept ``user``'s changed key: it becomes the pinned key (unverified)."""
+    async def _rotation_evidence(self, pinned: PublicIdentity, new: PublicIdentity) -> bool | None:
+        """Is there a chain of rotation signatures from the pinned signing key to ``new``?"""
+        try:
+            doc = await self._request("GET", f"/v1/users/{new.username}/keys/history")
+            chain = [PublicIdentity.from_json(k) for k in doc["keys"]]
+            sigs = [k.get("rotation_sig") for k in doc["keys"]]
+        except (ClientError, E2EEError, KeyError, TypeError):
+            return None
+        kids = [(k.wrap_kid, k.sign_kid) for k in chain]
+        try:
+            start = kids.index((pinned.wrap_kid, pinned.sign_kid))
+            end = kids.index((new.wrap_kid, new.sign_kid))
+        except ValueError:
+            return False
+        if end <= start:
+            return False
+        try:
+            for i in range(start + 1, end + 1):
+                if not sigs[i]:
+                    return False
+                rotation.verify(chain[i - 1].sign_key, chain[i].wrap_kid, chain[i].sign_kid,
+                                b64u_decode(sigs[i], "rotation_sig"))
+        except (SignatureInvalid, E2EEError):
+            return False
+        return True
+
+    def _decide(self, user: str, decision: str) -> None:
         contact = self.contacts[user]
         if contact.pending is not None:
-            self.contacts[user] = Contact(contact.pending)
-            self._save_state()
+            contact.previous.append(contact.identity)
+            contact.identity, contact.pending = contact.pending, None
+            contact.pending_signed_by_old = None
+            contact.verified = decision == "verified"
+            for ch in contact.changes:
+                if ch.get("decision") is None:
+                    ch["decision"] = decision
+                    ch["decided_at"] = now_ms()
+        elif decision == "verified":
+            contact.verified = True
+        self._save_state()
+        self.events.put_nowait(ContactChanged(user))
+        with contextlib.suppress(RuntimeError):  # no running loop: nothing queued to unblock
+            self._spawn(self._unblock())
 
+    def accept_key(self, user: str) -> None:
+        """Accept ``user``'s changed key: it becomes the pinned key (unverified); blocked
+        messages to conversations with them are sealed again and sent."""
+        self._decide(user, "accepted")
+
+    def verify_contact(self, user: str) -> None:
+        """Mark ``user``'s pinned key verified (after comparing the safety number); a pending
+        change is accepted as verified (the user compared the new key)."""
+        self._decide(user, "verified")
+
+    def blocked_by(self, conversation: str) -> list[str]:
+        """Members of ``conversation`` whose key change waits for the user's decision."""
+        return [u for u in self.members.get(conversation, []) if u in self.contacts and self.contacts[u].pending]
+
+    def mark(self, record: Record) -> str:
+        """How to show a record's sender: ``verified`` | ``unverified`` | ``warning`` | ``unreadable``."""
+        if record.state == "unreadable":
+            return "unreadable"
+        if record.info.get("warning"):
+            return "warning"
+        contact = self.contacts.get(record.sender)
+        if contact is None:
+            return "unverified"
+        if contact.pending is not None and record.info.get("skid") == contact.pending.sign_kid:
+            return "warning"
+        return "verified" if contact.verified else "unverified"
+
+    # -- conversations --------------------------------------------------------------------------------
     async def create_conversation(self, title: str, members: list[str]) -> str:
-        """Create a conversation with ``members`` (the creator is added); returns its id."""
+        """Create a conversation with ``members`` (the creator is added); returns its id.
+
+        Every member's keys are fetched (and pinned) first, so a member without keys is named
+        before anything is created.
+
+        Raises:
+            MemberWithoutKey, ClientError (``not_found`` for unknown users).
+        """
+        for user in members:
+            if user != self.username and user not in self.contacts:
+                await self._fetch_for_send(user)
         data = await self._request("POST", "/v1/conversations", {"title": title, "members": members})
         self.members[data["id"]] = data["members"]
         self.titles[data["id"]] = data["title"]
+        self.inactive.discard(data["id"])
+        if self.history is not None:
+            await self.history.save_conversations([(data["id"], data["title"], data["members"])])
+        await self.events.put(ConversationsChanged(data["id"]))
         return data["id"]
 
     async def refresh_conversations(self) -> dict[str, list[str]]:
         """Reload the conversations I belong to: ``{id: [member usernames]}``."""
         data = await self._request("GET", "/v1/conversations")
+        current = {c["id"] for c in data["conversations"]}
+        changed = False
         for c in data["conversations"]:
+            if self.members.get(c["id"]) != c["members"] or self.titles.get(c["id"]) != c["title"]:
+                changed = True
             self.members[c["id"]] = c["members"]
             self.titles[c["id"]] = c["title"]
-        return dict(self.members)
+            self.inactive.discard(c["id"])
+        gone = set(self.members) - current - self.inactive
+        if gone:
+            self.inactive |= gone
+            changed = True
+        if self.history is not None:
+            await self.history.save_conversations(
+                [(c["id"], c["title"], c["members"]) for c in data["conversations"]], complete=True)
+        if changed:
+            await self.events.put(ConversationsChanged())
+        return {cid: m for cid, m in self.members.items() if cid in current}
+
+    async def change_members(self, conversation: str, add: list[str] = (), remove: list[str] = ()) -> list[str]:
+        """Add or remove members (I must be a member); returns the new member list.
+
+        Keys of added members are fetched (and pinned) first.
+
+        Raises:
+            MemberWithoutKey, ClientError (``forbidden``, ``not_found``, ``invalid_request``).
+        """
+        for user in add:
+            if user not in self.contacts:
+                await self._fetch_for_send(user)
+        data = await self._request("POST", f"/v1/conversations/{conversation}/members",
+                                   {"add": list(add), "remove": list(remove)})
+        before = set(self.members.get(conversation, []))
+        self.members[conversation] = data["members"]
+        if self.username not in data["members"]:
+            self.inactive.add(conversation)
+        if self.history is not None:
+            await self.history.save_conversations(
+                [(conversation, self.titles.get(conversation, conversation), data["members"])])
+        await self.events.put(ConversationsChanged(
+            conversation, tuple(sorted(set(data["members"]) - before)), tuple(sorted(before - set(data["members"])))))
+        return data["members"]
+
+    def mark_read(self, conversation: str) -> None:
+        """The user looked at ``conversation``: its unread count goes to 0."""
+        if self.unread.get(conversation):
+            self.unread[conversation] = 0
+            if self.history is not None:
+                self._spawn(self.history.set_unread(conversation, 0))
+
+    async def rotate_keys(self, passphrase: str | None = None, bits: int | None = None) -> Identity:
+        """Generate new keys (in a thread), publish them signed by the current signing key, and
+        keep the old pair in the keystore (``retired``) to open messages sealed to it.
+
+        Raises:
+            ClientError: the relay refused; keystore.WrongPassphrase.
+        """
+        assert self.identity is not None
+        passphrase = passphrase or self._passphrase
+        if not passphrase:
+            raise keystore.KeystoreError("the passphrase is needed to save new keys", field="passphrase")
+        old = self.identity
+        new = await asyncio.to_thread(Identity.generate, self.username, bits or old.wrap_private.key_size)
+        sig = rotation.sign(old.sign_private, new.wrap_kid, new.sign_kid)
+        pub = new.public.to_json()
+        await self._request("POST", "/v1/keys/rotate", {
+            "wrap_key": pub["wrap_key"], "sign_key": pub["sign_key"], "signature": b64u_encode(sig)})
+        retired = (old, *self.retired)
+        await asyncio.to_thread(keystore.save, self.keystore_path, new, passphrase, self.kdf,
+                                local_key=self._local_key, retired=retired)
+        self.identity, self.retired = new, retired
+        me = self.contacts.get(self.username)
+        self.contacts[self.username] = Contact(new.public, verified=True,
+                                               previous=[*(me.previous if me else []), old.public])
+        self._save_state()
+        await self.events.put(ContactChanged(self.username))
+        return new
 
     # -- websocket ------------------------------------------------------------------------------------
     @property
     def ws_url(self) -> str:
         return self.server_url.replace("http", "ws", 1) + "/v1/ws"
 
+    @property
+    def online(self) -> bool:
+        return self._ws is not None and self.state == "online"
+
+    async def _set_state(self, state: str, detail: str = "", retry_in: float | None = None) -> None:
+        self.state = state
+        await self.events.put(ConnectionState(state, detail, retry_in))
+
     async def connect(self) -> None:
         """Open the websocket (token in the Authorization header), check the relay's level,
-        start reading, and sync everything after my cursor.
+        start reading, sync everything after my cursor and send the outbox.
 
         Raises:
             DowngradeRefused: the relay announced a level below 4.
             AuthFailed: the relay refused the token.
+            ClientError: anything else went wrong (``unreachable``).
         """
-        await self.events.put(ConnectionState("connecting", self.server_url))
-        self._ws = await connect(
-            self.ws_url, additional_headers={"Authorization": f"Bearer {self.token}"},
-            compression=None, max_size=2 * 1024 * 1024, open_timeout=10,
-        )
-        hello = frames.decode_relay_frame(await self._ws.recv())
-        if not isinstance(hello, frames.Hello):
-            raise ClientError("relay did not start with hello")
-        if hello.level < REQUIRED_LEVEL:
-            await self._ws.close()
-            raise DowngradeRefused(f"relay runs level {hello.level}; this client requires {REQUIRED_LEVEL}")
+        await self._ensure_token()
+        await self._set_state("connecting", self.server_url)
+        try:
+            ws = await connect(
+                self.ws_url, additional_headers={"Authorization": f"Bearer {self.token}"},
+                compression=None, max_size=2 * 1024 * 1024, open_timeout=10,
+            )
+        except InvalidStatus as exc:
+            status = exc.response.status_code
+            if status in (401, 403):
+                raise AuthFailed(f"the relay refused the token (HTTP {status})") from None
+            raise ClientError(f"websocket refused with HTTP {status}", code="unreachable", status=status) from None
+        except (OSError, InvalidHandshake, TimeoutError) as exc:
+            raise ClientError(f"relay unreachable: {type(exc).__name__}", code="unreachable") from None
+        try:
+            hello = frames.decode_relay_frame(await ws.recv())
+            if not isinstance(hello, frames.Hello):
+                raise ClientError("relay did not start with hello", code="protocol")
+            if hello.level < REQUIRED_LEVEL:
+                raise DowngradeRefused(f"relay runs level {hello.level}; this client requires {REQUIRED_LEVEL}")
+            ready = frames.decode_relay_frame(await ws.recv())
+            if isinstance(ready, frames.Error):
+                raise AuthFailed(ready.message, field=ready.field)
+            if not isinstance(ready, frames.Ready):
+                raise ClientError("relay did not send ready", code="protocol")
+        except ConnectionClosed as exc:
+            code = exc.rcvd.code if exc.rcvd else None
+            if code == CLOSE_AUTH:
+                raise AuthFailed("the relay refused the token") from None
+            raise ClientError(f"relay closed the connection ({code})", code="unreachable") from None
+        except BaseException:
+            await ws.close()
+            raise
         self.hello = hello
-        ready = frames.decode_relay_frame(await self._ws.recv())
-        if isinstance(ready, frames.Error):
-            await self._ws.close()
-            raise AuthFailed(ready.message, field=ready.field)
+        self._ws = ws
         self._synced.clear()
-        self._reader = asyncio.create_task(self._read_loop(), name=f"ws-reader-{self.username}")
-        await self.events.put(ConnectionState("online", self.server_url))
+        self._ack_sent = 0
+        self._reader = asyncio.create_task(self._read_loop(ws), name=f"ws-reader-{self.username}")
+        await self._set_state("online", self.server_url)
         await self._send_frame(frames.Sync(after=self._state.cursor))
+        self._spawn(self._ping_loop(ws))
+        self._spawn(self._outbox_loop(ws))
 
     async def wait_synced(self, timeout: float = 30) -> None:
         """Wait until the sync started by :meth:`connect` delivered its last page."""
@@ -344,22 +775,143 @@ class ChatClient:
     async def _send_frame(self, frame) -> None:
         if self._ws is None:
             raise ClientError("not connected", code="offline")
-        await self._ws.send(frames.encode(frame).decode())
+        try:
+            await self._ws.send(frames.encode(frame).decode())
+        except ConnectionClosed:
+            raise ClientError("not connected", code="offline") from None
+
+    def start(self) -> asyncio.Task:
+        """Stay connected in the background: connect, and reconnect with exponential backoff
+        and jitter after any loss, until :meth:`close`. A refused login ends it (state
+        ``refused``) after one fresh login attempt; so does a relay below level 4.
+
+        Returns:
+            the supervisor task (done when the session gave up or the client closed).
+        """
+        if self._supervisor is None or self._supervisor.done():
+            self._closing = False
+            self._supervisor = asyncio.create_task(self._supervise(), name=f"session-{self.username}")
+            self._spawn(self._token_loop())
+        return self._supervisor
+
+    def reconnect_now(self) -> None:
+        """Skip the current backoff wait."""
+        self._wake_reconnect.set()
+
+    async def _supervise(self) -> None:
+        attempt = 0
+        relogged = False
+        auth_closes = 0
+        while not self._closing:
+            try:
+                await self.connect()
+            except DowngradeRefused as exc:
+                await self._set_state("refused", exc.message)
+                return
+            except AuthFailed as exc:
+                if relogged or not self._password:
+                    await self._set_state("refused", f"login refused: {exc.message}")
+                    return
+                relogged = True
+                try:
+                    await self._login(self._password)
+                except ClientError as login_exc:
+                    if login_exc.status in (401, 403):
+                        await self._set_state("refused", f"login refused: {login_exc.message}")
+                        return
+                continue
+            except (ClientError, OSError) as exc:
+                delay = self._delay(attempt)
+                attempt += 1
+                await self._set_state("offline", getattr(exc, "message", str(exc)), retry_in=delay)
+                await self._wait(delay)
+                continue
+            relogged = False
+            started = time.monotonic()
+            reader = self._reader
+            assert reader is not None
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.shield(reader)
+            if self._closing:
+                return
+            code, reason = self.last_close
+            if code == CLOSE_AUTH:  # token refused mid-session: one fresh login, never a loop
+                auth_closes += 1
+                if auth_closes > 1 or not self._password:
+                    await self._set_state("refused", f"the relay refused the session: {reason}".strip(": "))
+                    return
+                try:
+                    await self._login(self._password)
+                except ClientError as exc:
+                    if exc.status in (401, 403):
+                        await self._set_state("refused", f"login refused: {exc.message}")
+                        return
+                continue
+            auth_closes = 0
+            if time.monotonic() - started > 10:
+                attempt = 0
+            delay = 0.05 if code == CLOSE_SLOW and attempt == 0 else self._delay(attempt)
+            attempt += 1
+            await self._set_state("offline", f"{code or ''} {reason}".strip() or "connection lost", retry_in=delay)
+            await self._wait(delay)
+
+    def _delay(self, attempt: int) -> float:
+        """Exponential backoff with jitter: half fixed, half random ("equal jitter")."""
+        first, most = self.backoff
+        d = min(most, first * (2 ** min(attempt, 16)))
+        return d / 2 + random.uniform(0, d / 2)
+
+    async def _wait(self, delay: float) -> None:
+        self._wake_reconnect.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wake_reconnect.wait(), delay)
+
+    async def _token_loop(self) -> None:
+        while not self._closing:
+            await asyncio.sleep(max(5.0, min(300.0, self.token_exp - time.time() - 90)))
+            with contextlib.suppress(E2EEError):
+                await self._ensure_token()
 
     async def close(self) -> None:
-        """Close the websocket and the HTTP client; save cursor and contacts."""
+        """Stop the session, close the websocket and the HTTP client; save contacts; close the cache."""
+        self._closing = True
+        self._wake_reconnect.set()
+        if self._supervisor is not None:
+            self._supervisor.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._supervisor
         if self._ws is not None:
-            await self._ws.close()
+            with contextlib.suppress(Exception):
+                await self._ws.close()
         if self._reader is not None:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._reader
+        await self._flush_ack()
+        for t in list(self._tasks):
+            t.cancel()
+        for t in list(self._tasks):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
         await self._http.aclose()
         if self.identity is not None:
             self._save_state()
+        if self.history is not None:
+            await self.history.close()
+            self.history = None
 
-    async def _read_loop(self) -> None:
-        ws = self._ws
-        assert ws is not None
+    def _spawn(self, coro) -> asyncio.Task:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+        return task
+
+    def _task_done(self, task: asyncio.Task) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            exc = task.exception()
+            log.warning("background task failed: %s: %s", type(exc).__name__, getattr(exc, "message", exc))
+
+    async def _read_loop(self, ws: ClientConnection) -> None:
         try:
             async for raw in ws:
                 try:
@@ -371,29 +923,51 @@ class ChatClient:
         except ConnectionClosed:
             pass
         finally:
+            if self._ws is ws:
+                self._ws = None
             for fut in self._pending.values():
                 if not fut.done():
                     fut.set_exception(ClientError("connection closed before the relay stored it", code="offline"))
             self._pending.clear()
-            detail = f"{ws.close_code} {ws.close_reason}".strip() if ws.close_code else ""
-            await self.events.put(ConnectionState("offline", detail))
+            self._outbox_wake.set()
+            code = ws.close_code
+            self.last_close = (code, ws.close_reason or "")
+            detail = f"{code} {ws.close_reason}".strip() if code else ""
+            if code == CLOSE_AUTH:
+                log.warning("relay refused the session (1008): %s", ws.close_reason)
+            await self._set_state("offline", detail)
 
     async def _on_frame(self, frame) -> None:
         if isinstance(frame, frames.Message):
             await self._on_message(frame)
         elif isinstance(frame, frames.Stored):
+            item = self._outgoing_by_mid.get(frame.mid)
+            if item is not None:  # recorded before the next frame (a receipt) is read
+                await self._mark_stored(item, frame.seq)
             fut = self._pending.pop(frame.mid, None)
             if fut is not None and not fut.done():
                 fut.set_result(frame.seq)
             await self.events.put(MessageStored(frame.mid, frame.seq, frame.conversation))
         elif isinstance(frame, frames.Synced):
-            self._save_state()
+            if self.history is not None:
+                await self.history.set_meta(**self._meta())
             if frame.more:
                 await self._send_frame(frames.Sync(after=frame.cursor))
             else:
                 self._synced.set()
+                await self._report_gaps()
         elif isinstance(frame, frames.Delivered):
-            await self.events.put(Delivered(frame.seq, frame.user))
+            await self._on_delivered(frame)
+        elif isinstance(frame, frames.Pong):
+            sent = self._ping_sent.pop(frame.nonce, None)
+            if sent is not None:
+                self.rtt_ms = (time.perf_counter() - sent) * 1000
+                await self.events.put(RttMeasured(self.rtt_ms))
+        elif isinstance(frame, frames.Event):
+            if frame.kind == "key_changed" and frame.user and frame.user != self.username:
+                self._spawn(self.fetch_keys(frame.user))
+            elif frame.kind == "members_changed":
+                self._spawn(self.refresh_conversations())
         elif isinstance(frame, frames.Error):
             fut = self._pending.pop(frame.ref, None) if frame.ref else None
             err = ClientError(frame.message, code=frame.code, field=frame.field, detail=frame.detail)
@@ -402,96 +976,13 @@ class ChatClient:
             else:
                 log.warning("relay error %s: %s", frame.code, frame.message)
 
-    async def _sender_key(self, user: str, skid: str):
-        contact = self.contacts.get(user)
-        if contact is None or contact.identity.sign_kid != skid:
-            await self.fetch_keys(user)
-            contact = self.contacts.get(user)
-        if contact is None or contact.identity.sign_kid != skid:
-            raise UnknownSenderKey(f"{user}'s signing key {skid[:8]}… is not the pinned one", field="skid")
-        return contact.identity.sign_key
-
-    async def _on_message(self, frame: frames.Message) -> None:
-        raw = bytes(frame.envelope)
-        assert self.identity is not None
-        try:
-            parsed = envelope.parse(raw, max_bytes=self.hello.max_envelope if self.hello else
-                                    envelope.DEFAULT_MAX_ENVELOPE_BYTES)
-            key = (parsed.header.snd, parsed.header.mid)
-            if key in self._seen:
-                return self._advance(frame.seq)
-            sign_key = await self._sender_key(parsed.header.snd, parsed.header.skid)
-            t0 = time.perf_counter()
-            opened = await asyncio.to_thread(
-                envelope.open, parsed, self.identity, sign_key, conversation=frame.conversation, sender=frame.sender
-            )
-            t1 = time.perf_counter()
-        except (VerificationFailed, E2EEError) as exc:
-            log.warning("message seq=%d from %s could not be verified: %s (%s)", frame.seq, frame.sender,
-                        exc.code, exc.message)
-            await self.events.put(MessageUnreadable(frame.seq, frame.conversation, frame.sender, exc.code, exc.message))
-            return self._advance(frame.seq)
-        self._seen.add(key)
-        h = opened.header
-        await self.events.put(MessageReceived(
-            frame.seq, h.cid, h.snd, opened.text, h.mid, h.ts, h.ctr, raw, {"open": (t1 - t0) * 1000}))
-        self._advance(frame.seq)
-        if h.snd != self.username:
-            await self._send_frame(frames.Ack(frame.seq))
-
-    def _advance(self, seq: int) -> None:
-        if seq > self._state.cursor:
-            self._state.cursor = seq
-
-    # -- sending --------------------------------------------------------------------------------------
-    async def recipients_for(self, conversation: str) -> list[PublicIdentity]:
-        """Current pinned keys of every member (me included), fetched on first use.
-
-        Raises:
-            KeyChangeBlocked: a member's key changed and was not accepted yet.
-        """
-        if conversation not in self.members:
-            await self.refresh_conversations()
-        out = []
-        for user in self.members[conversation]:
-            contact = self.contacts.get(user)
-            ident = contact.identity if contact else await self.fetch_keys(user)
-            if self.contacts[user].pending is not None:
-                raise KeyChangeBlocked(f"{user}'s key changed: accept or verify it before sending", field=user)
-            out.append(ident)
-        return out
-
-    async def send_text(self, conversation: str, text: str, timeout: float = 30) -> Sent:
-        """Seal ``text`` for every member and send it; return its ``mid`` and ``seq`` once stored.
-
-        A relay answer ``recipients_mismatch`` (members or keys changed) makes the client reload
-        the members and their keys and seal again, once.
-
-        Raises:
-            EnvelopeTooLarge, KeyChangeBlocked, ClientError (relay error codes), TimeoutError.
-        """
-        assert self.identity is not None
-        for attempt in (1, 2):
-            recipients = await self.recipients_for(conversation)
-            counter = self._state.counters.get(conversation, 0) + 1
-            max_bytes = self.hello.max_envelope if self.hello else envelope.DEFAULT_MAX_ENVELOPE_BYTES
-            data = await asyncio.to_thread(
-                envelope.seal, text, self.identity, conversation, recipients, counter=counter, max_bytes=max_bytes)
-            mid = envelope.parse(data, max_bytes=max_bytes).header.mid
-            self._state.counters[conversation] = counter
-            self._seen.add((self.username, mid))
-            fut: asyncio.Future = asyncio.get_running_loop().create_future()
-            self._pending[mid] = fut
-            await self._send_frame(frames.Send(conversation, msgspec.Raw(data)))
-            try:
-                return Sent(mid, await asyncio.wait_for(fut, timeout))
-            except ClientError as exc:
-                if exc.code != "recipients_mismatch" or attempt == 2:
-                    raise
-                self.members.pop(conversation, None)
-                for user in (exc.detail or {}).get("missing", []):
-                    await self.fetch_keys(user)
-        raise AssertionError("unreachable")
+    async def _ping_loop(self, ws: ClientConnection) -> None:
+        while self._ws is ws:
+            self._ping_nonce += 1
+            self._ping_sent = {self._ping_nonce: time.perf_counter()}
+            with contextlib.suppress(ClientError):
+                await self._send_frame(frames.Ping(self._ping_nonce))
+            await asyncio.sleep(PING_EVERY_S)
 
     async def ping(self) -> float:
         """Round trip over the websocket in ms (websocket ping/pong)."""
@@ -499,6 +990,463 @@ class ChatClient:
         t0 = time.perf_counter()
         await (await self._ws.ping())
         return (time.perf_counter() - t0) * 1000
+
+    # -- receiving ------------------------------------------------------------------------------------
+    def _my_identity_for(self, rkids: list[str]) -> Identity:
+        assert self.identity is not None
+        for ident in (self.identity, *self.retired):
+            if ident.wrap_kid in rkids:
+                return ident
+        return self.identity  # open() names the error: not_a_recipient
+
+    async def _sender_key(self, user: str, skid: str):
+        """The key that verifies ``user``'s envelope signed with ``skid``, and a warning if the
+        key is one the user has not accepted yet."""
+        for attempt in (1, 2):
+            contact = self.contacts.get(user)
+            if contact is not None:
+                if contact.identity.sign_kid == skid:
+                    return contact.identity.sign_key, ""
+                if contact.pending is not None and contact.pending.sign_kid == skid:
+                    return contact.pending.sign_key, "key_not_accepted"
+                for prev in reversed(contact.previous):
+                    if prev.sign_kid == skid:
+                        return prev.sign_key, ""
+            if user == self.username and self.identity is not None:
+                for ident in self.retired:
+                    if ident.sign_kid == skid:
+                        return ident.sign_private.public_key(), ""
+            fetched = self._key_fetched_at.get(user)
+            if attempt == 2 or (fetched is not None and time.monotonic() - fetched < KEY_REFETCH_S):
+                break
+            try:
+                await self.fetch_keys(user)
+            except ClientError as exc:
+                log.info("could not fetch %s's keys: %s", user, exc.code)
+                break
+        raise UnknownSenderKey(f"{user}'s signing key {skid[:8]}… is not a key pinned for them", field="skid")
+
+    async def _on_message(self, frame: frames.Message) -> None:
+        assert self.identity is not None
+        raw = bytes(frame.envelope)
+        max_bytes = self.hello.max_envelope if self.hello else envelope.DEFAULT_MAX_ENVELOPE_BYTES
+        parsed = None
+        try:
+            parsed = envelope.parse(raw, max_bytes=max_bytes)
+            h = parsed.header
+            key = (h.snd, h.mid)
+            own = self._outgoing_by_mid.get(h.mid) if h.snd == self.username else None
+            if own is not None:  # my own message, back through sync: its ack may have been lost
+                await self._mark_stored(own, frame.seq)
+                return await self._advance(frame.seq)
+            if key in self._seen:
+                log.info("duplicate message seq=%d from %s dropped (mid already shown)", frame.seq, h.snd)
+                return await self._advance(frame.seq)
+            if frame.conversation not in self.members:
+                self._spawn(self.refresh_conversations())
+            sign_key, warning = await self._sender_key(h.snd, h.skid)
+            me = self._my_identity_for(h.rkids)
+            opened, timings = await asyncio.to_thread(
+                measure.open_, parsed, me, sign_key, conversation=frame.conversation, sender=frame.sender)
+        except E2EEError as exc:
+            return await self._on_unreadable(frame, raw, parsed, exc)
+        self._seen.add(key)
+        mine = h.snd == self.username
+        if mine:
+            self._state.counters[h.cid] = max(self._state.counters.get(h.cid, 0), h.ctr)
+        rec = Record(
+            secrets.token_hex(8), h.cid, h.snd, opened.text, h.mid, frame.seq, float(frame.seq), h.ts, h.ctr,
+            "stored" if mine else "received", envelope=raw,
+            info={"timings": timings, "skid": h.skid, "rkids": list(h.rkids), "warning": warning, "mine": mine,
+                  "wrap_kid": me.wrap_kid},
+        )
+        gap = None if mine else self._track_counter(h.cid, h.snd, h.ctr)
+        self._advance_cursor(frame.seq)
+        if not mine:
+            self.unread[h.cid] = self.unread.get(h.cid, 0) + 1
+        if self.history is not None:
+            await self.history.put(rec, self._meta())
+            if not mine:
+                await self.history.set_unread(h.cid, self.unread[h.cid])
+        await self.events.put(MessageReceived(
+            frame.seq, h.cid, h.snd, opened.text, h.mid, h.ts, h.ctr, raw, timings, warning))
+        await self.events.put(RecordChanged(rec, new=True))
+        if gap:
+            await self.events.put(GapDetected(h.cid, h.snd, gap))
+        if not mine:
+            self._schedule_ack(frame.seq)
+
+    async def _on_unreadable(self, frame: frames.Message, raw: bytes, parsed, exc: E2EEError) -> None:
+        log.warning("message seq=%d from %s in %s could not be verified: %s (%s)", frame.seq, frame.sender,
+                    frame.conversation, exc.code, exc.message)
+        claimed = parsed.header.mid if parsed is not None else None
+        rec = Record(secrets.token_hex(8), frame.conversation, frame.sender, None, None, frame.seq,
+                     float(frame.seq), now_ms(), None, "unreadable", exc.code, exc.message, raw,
+                     {"claimed_mid": claimed, "field": exc.field})
+        self._advance_cursor(frame.seq)
+        if self.history is not None:
+            await self.history.put(rec, self._meta())
+        await self.events.put(MessageUnreadable(frame.seq, frame.conversation, frame.sender, exc.code, exc.message))
+        await self.events.put(RecordChanged(rec, new=True))
+        self._schedule_ack(frame.seq)
+
+    def _track_counter(self, conversation: str, sender: str, ctr: int) -> tuple[int, ...] | None:
+        """Update the sender's counter; return newly missing counters (a gap), if any."""
+        k = f"{conversation}\x00{sender}"
+        last = self._state.last_ctr.get(k)
+        missing = self._state.missing.get(k, [])
+        if ctr in missing:
+            missing.remove(ctr)
+        if not missing:
+            self._state.missing.pop(k, None)
+        if last is None or ctr <= last:
+            self._state.last_ctr[k] = max(ctr, last or 0)
+            return None
+        self._state.last_ctr[k] = ctr
+        if ctr == last + 1:
+            return None
+        new = list(range(last + 1, ctr))[-1000:]
+        self._state.missing[k] = sorted(set(missing) | set(new))[-1000:]
+        log.warning("gap: %s skipped counters %d..%d in %s", sender, last + 1, ctr - 1, conversation)
+        return tuple(new)
+
+    async def _report_gaps(self) -> None:
+        for k, missing in list(self._state.missing.items()):
+            if missing:
+                conv, sender = k.split("\x00", 1)
+                await self.events.put(GapDetected(conv, sender, tuple(missing)))
+
+    def _advance_cursor(self, seq: int) -> None:
+        if seq > self._state.cursor:
+            self._state.cursor = seq
+
+    async def _advance(self, seq: int) -> None:
+        self._advance_cursor(seq)
+        if self.history is not None:
+            await self.history.set_meta(cursor=self._state.cursor)
+        self._schedule_ack(seq)
+
+    def _schedule_ack(self, seq: int) -> None:
+        """Acknowledge up to ``seq`` soon (one ack frame for a burst of messages)."""
+        self._ack_due = max(self._ack_due, seq)
+        if self._ack_task is None or self._ack_task.done():
+            self._ack_task = self._spawn(self._ack_later())
+
+    async def _ack_later(self) -> None:
+        await asyncio.sleep(ACK_DELAY_S)
+        await self._flush_ack()
+
+    async def _flush_ack(self) -> None:
+        if self._ack_due > self._ack_sent and self._ws is not None:
+            seq = self._ack_due
+            with contextlib.suppress(ClientError):
+                await self._send_frame(frames.Ack(seq))
+                self._ack_sent = seq
+
+    async def _on_delivered(self, frame: frames.Delivered) -> None:
+        await self.events.put(Delivered(frame.seq, frame.user))
+        if frame.user == self.username:
+            return
+        rec = self._mine_by_seq.get(frame.seq)
+        if rec is None and self.history is not None:
+            rec = await self.history.by_seq(frame.seq)
+            if rec is None or not rec.mine:
+                return
+            self._mine_by_seq[frame.seq] = rec
+        if rec is None:
+            return
+        to = rec.info.setdefault("delivered_to", [])
+        if frame.user in to:
+            return
+        to.append(frame.user)
+        others = [u for u in rec.info.get("recipients", []) if u != self.username]
+        if others and set(others) <= set(to):
+            rec.state = "delivered"
+        if self.history is not None:
+            await self.history.put(rec)
+        await self.events.put(RecordChanged(rec))
+
+    # -- sending --------------------------------------------------------------------------------------
+    async def _fetch_for_send(self, user: str) -> PublicIdentity:
+        try:
+            return await self.fetch_keys(user)
+        except ClientError as exc:
+            if exc.code == "not_found" and exc.field != "username":
+                raise MemberWithoutKey(f"{user} has published no key: nobody can write to them yet",
+                                       field=user) from None
+            raise
+
+    async def recipients_for(self, conversation: str) -> list[PublicIdentity]:
+        """Current pinned keys of every member (me included), fetched on first use.
+
+        Raises:
+            KeyChangeBlocked: a member's key changed and was not accepted yet.
+            MemberWithoutKey: a member has no published key.
+        """
+        if conversation not in self.members:
+            await self.refresh_conversations()
+        if conversation not in self.members:
+            raise ClientError("no such conversation", code="not_found", field="conversation")
+        out = []
+        for user in self.members[conversation]:
+            contact = self.contacts.get(user)
+            ident = contact.identity if contact else await self._fetch_for_send(user)
+            out.append(ident)
+        blocked = self.blocked_by(conversation)
+        if blocked:
+            raise KeyChangeBlocked(f"{', '.join(blocked)}'s key changed: accept or verify it before sending",
+                                   field=blocked[0], users=tuple(blocked))
+        return out
+
+    def _next_pos(self) -> float:
+        self._pos = max(self._pos, float(self._state.cursor)) + 0.001
+        return self._pos
+
+    async def queue_text(self, conversation: str, text: str, *, hold: bool = True) -> Record:
+        """Seal ``text`` for every member and put it in the outbox; returns its record
+        (state ``sending``). The outbox sends it as soon as the relay is reachable, in order, and
+        re-sends after a reconnect (same envelope: the relay stores it once).
+
+        With ``hold`` the message waits when the relay asks to (``rate_limited``: sent again
+        after ``retry_after``) and a key change found only on sending (the relay says the keys
+        are not the members' current ones) keeps it ``blocked`` until the user decides; without
+        ``hold`` both fail it (and :meth:`send_text` raises).
+
+        Raises:
+            EnvelopeTooLarge (before any crypto), KeyChangeBlocked, MemberWithoutKey, ClientError.
+        """
+        return (await self._queue(conversation, text, hold)).record
+
+    async def _queue(self, conversation: str, text: str, hold: bool) -> _Outgoing:
+        assert self.identity is not None
+        max_bytes = self.hello.max_envelope if self.hello else envelope.DEFAULT_MAX_ENVELOPE_BYTES
+        size = len(text.encode("utf-8", "surrogatepass"))
+        if size * 4 // 3 > max_bytes:
+            raise EnvelopeTooLarge(f"message is {size} bytes; the relay accepts envelopes up to {max_bytes} bytes "
+                                   f"(about {max_bytes * 3 // 4 - 1024} bytes of text)", field="text")
+        recipients = await self.recipients_for(conversation)
+        counter = self._state.counters.get(conversation, 0) + 1
+        self._state.counters[conversation] = counter
+        rec = Record(secrets.token_hex(8), conversation, self.username, text, None, None, self._next_pos(),
+                     now_ms(), counter, "sealing", info={"mine": True})
+        item = _Outgoing(rec, asyncio.Event(), asyncio.get_running_loop().create_future(), hold)
+        item.done.add_done_callback(_consume)
+        self._outbox.append(item)
+        try:
+            await self._seal(item, recipients)
+        except BaseException:
+            self._outbox.remove(item)
+            if self._state.counters.get(conversation) == counter:
+                self._state.counters[conversation] = counter - 1
+            raise
+        if self.history is not None:
+            await self.history.put(rec, {"counters": self._state.counters})
+        await self.events.put(RecordChanged(rec, new=True))
+        self._outbox_wake.set()
+        return item
+
+    async def _seal(self, item: _Outgoing, recipients: list[PublicIdentity]) -> None:
+        assert self.identity is not None
+        rec = item.record
+        max_bytes = self.hello.max_envelope if self.hello else envelope.DEFAULT_MAX_ENVELOPE_BYTES
+        max_recipients = self.hello.max_recipients if self.hello else envelope.DEFAULT_MAX_RECIPIENTS
+        data, timings = await asyncio.to_thread(
+            measure.seal, rec.text or "", self.identity, rec.conversation, recipients, counter=rec.ctr or 1,
+            max_bytes=max_bytes, max_recipients=max_recipients)
+        header = envelope.parse(data, max_bytes=max_bytes, max_recipients=max_recipients).header
+        if rec.mid:
+            self._outgoing_by_mid.pop(rec.mid, None)
+        rec.mid, rec.envelope, rec.ts, rec.state = header.mid, data, header.ts, "sending"
+        rec.info.update({"timings": timings, "skid": header.skid, "rkids": list(header.rkids),
+                         "recipients": [r.username for r in recipients], "warning": ""})
+        self._seen.add((self.username, header.mid))
+        self._outgoing_by_mid[header.mid] = item
+        item.sealed.set()
+
+    async def send_text(self, conversation: str, text: str, timeout: float = SEND_TIMEOUT_S) -> Sent:
+        """Seal ``text`` for every member and send it; return its ``mid`` and ``seq`` once stored.
+
+        A relay answer ``recipients_mismatch`` (members or keys changed) makes the client reload
+        the members and their keys and seal again (same counter).
+
+        Raises:
+            EnvelopeTooLarge, KeyChangeBlocked, MemberWithoutKey, ClientError (relay error codes;
+            ``offline`` when neither connected nor reconnecting), TimeoutError.
+        """
+        if self._ws is None and (self._supervisor is None or self._supervisor.done()):
+            raise ClientError("not connected", code="offline")
+        item = await self._queue(conversation, text, hold=False)
+        try:
+            return await asyncio.wait_for(asyncio.shield(item.done), timeout)
+        except TimeoutError:
+            await self._fail(item, ClientError("not stored in time", code="timeout"))
+            raise
+
+    async def retry(self, lid: str) -> None:
+        """Send a ``failed`` message of mine again (sealed anew, with a new counter)."""
+        if self.history is None:
+            return
+        rec = await self.history.by_lid(lid)
+        if rec is None or rec.state != "failed" or not rec.mine or rec.text is None:
+            return
+        new = await self.queue_text(rec.conversation, rec.text)
+        rec.state, rec.detail = "failed", f"sent again as a new message ({new.lid})"
+        rec.info["retried_as"] = new.lid
+        await self.history.put(rec)
+        await self.events.put(RecordChanged(rec))
+
+    async def _outbox_loop(self, ws: ClientConnection) -> None:
+        """Send the outbox in order while ``ws`` is the live connection; one message in flight."""
+        while self._ws is ws:
+            item = self._next_outgoing()
+            if item is None:
+                self._outbox_wake.clear()
+                if self._next_outgoing() is None:
+                    await self._outbox_wake.wait()
+                continue
+            if not item.sealed.is_set():
+                await item.sealed.wait()
+                continue
+            await self._transmit(item)
+
+    def _next_outgoing(self) -> _Outgoing | None:
+        held: set[str] = set()
+        for item in self._outbox:
+            conv = item.record.conversation
+            if conv in held:
+                continue
+            if item.record.state == "blocked":
+                held.add(conv)
+                continue
+            if item.record.state in ("sealing", "sending"):
+                return item
+        return None
+
+    async def _transmit(self, item: _Outgoing) -> None:
+        rec = item.record
+        if rec.envelope is None:  # re-seal after a restart in the middle of sealing
+            try:
+                await self._seal(item, await self.recipients_for(rec.conversation))
+            except KeyChangeBlocked as exc:
+                return await self._block(item, exc)
+            except E2EEError as exc:
+                return await self._fail(item, exc)
+        assert rec.mid is not None and rec.envelope is not None
+        fut: asyncio.Future = asyncio.get_running_loop().create_future()
+        self._pending[rec.mid] = fut
+        try:
+            await self._send_frame(frames.Send(rec.conversation, msgspec.Raw(rec.envelope)))
+            seq = await asyncio.wait_for(asyncio.shield(fut), SEND_TIMEOUT_S)
+        except TimeoutError:
+            log.warning("no answer to send %s in %.0f s: reconnecting", rec.mid, SEND_TIMEOUT_S)
+            self._pending.pop(rec.mid, None)
+            if self._ws is not None:
+                await self._ws.close(CLOSE_GOING_AWAY, "no answer")
+            return
+        except ClientError as exc:
+            self._pending.pop(rec.mid, None)
+            if exc.code == "offline":
+                return  # sent again after the reconnect
+            if exc.code == "rate_limited" and item.hold:
+                await asyncio.sleep(float((exc.detail or {}).get("retry_after", 1.0)))
+                return
+            if exc.code == "recipients_mismatch" and item.reseals < MAX_RESEALS:
+                return await self._reseal(item, exc)
+            return await self._fail(item, exc)
+        await self._mark_stored(item, seq)
+
+    async def _reseal(self, item: _Outgoing, exc: ClientError) -> None:
+        item.reseals += 1
+        rec = item.record
+        await self.refresh_conversations()
+        for user in (exc.detail or {}).get("missing", []):
+            with contextlib.suppress(ClientError):
+                await self.fetch_keys(user)
+        try:
+            recipients = await self.recipients_for(rec.conversation)
+            await self._seal(item, recipients)
+        except KeyChangeBlocked as blocked:
+            return await self._block(item, blocked)
+        except E2EEError as err:
+            return await self._fail(item, err)
+        if self.history is not None:
+            await self.history.put(rec)
+        await self.events.put(RecordChanged(rec))
+
+    async def _block(self, item: _Outgoing, exc: KeyChangeBlocked) -> None:
+        if not item.hold:
+            return await self._fail(item, exc)
+        item.record.state, item.record.reason, item.record.detail = "blocked", exc.code, exc.message
+        if self.history is not None:
+            await self.history.put(item.record)
+        await self.events.put(RecordChanged(item.record))
+
+    async def _unblock(self) -> None:
+        for item in list(self._outbox):
+            rec = item.record
+            if rec.state != "blocked" or self.blocked_by(rec.conversation):
+                continue
+            try:
+                await self._seal(item, await self.recipients_for(rec.conversation))
+            except KeyChangeBlocked:
+                continue
+            except E2EEError as exc:
+                await self._fail(item, exc)
+                continue
+            rec.reason = rec.detail = ""
+            if self.history is not None:
+                await self.history.put(rec)
+            await self.events.put(RecordChanged(rec))
+        self._outbox_wake.set()
+
+    async def _fail(self, item: _Outgoing, exc: E2EEError) -> None:
+        rec = item.record
+        log.warning("message %s to %s not sent: %s (%s)", rec.mid, rec.conversation, exc.code, exc.message)
+        rec.state, rec.reason, rec.detail = "failed", exc.code, exc.message
+        if item in self._outbox:
+            self._outbox.remove(item)
+        if rec.mid:
+            self._outgoing_by_mid.pop(rec.mid, None)
+        if rec.ctr is not None and self._state.counters.get(rec.conversation) == rec.ctr:
+            self._state.counters[rec.conversation] = rec.ctr - 1  # no gap for the others
+        if self.history is not None:
+            await self.history.put(rec, {"counters": self._state.counters})
+        await self.events.put(RecordChanged(rec))
+        if not item.done.done():
+            item.done.set_exception(exc)
+        self._outbox_wake.set()
+
+    async def _mark_stored(self, item: _Outgoing, seq: int) -> None:
+        rec = item.record
+        if rec.state in ("stored", "delivered"):
+            return
+        rec.state, rec.seq, rec.pos, rec.reason, rec.detail = "stored", seq, float(seq), "", ""
+        if item in self._outbox:
+            self._outbox.remove(item)
+        self._mine_by_seq[seq] = rec
+        if self.history is not None:
+            await self.history.put(rec)
+        await self.events.put(RecordChanged(rec))
+        if not item.done.done():
+            item.done.set_result(Sent(rec.mid or "", seq))
+        self._outbox_wake.set()
+
+    @property
+    def outbox(self) -> list[Record]:
+        """My messages waiting to be stored by the relay (sealing, sending or blocked), in order."""
+        return [i.record for i in self._outbox]
+
+    async def load_history(self, conversation: str, limit: int = 200, before: float | None = None) -> list[Record]:
+        """Records of ``conversation`` from the local cache (no RSA work), oldest first."""
+        if self.history is None:
+            return []
+        return await self.history.recent(conversation, limit, before)
+
+
+def _consume(fut: asyncio.Future) -> None:
+    """Retrieve an outbox future's exception so that nobody waiting on it is not an error."""
+    if not fut.cancelled():
+        fut.exception()
 
 
 def _atomic_write(path: Path, text: str) -> None:

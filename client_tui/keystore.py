@@ -8,14 +8,26 @@ File (UTF-8 JSON, mode 0600, written atomically)::
 
 The key is Argon2id(passphrase) (RFC 9106), 32 bytes; the AAD is the canonical JSON of every
 member except ``ciphertext``, so the header cannot be changed without the passphrase check
-failing. The secret JSON holds the RSA key as PKCS#8 DER and the Ed25519 seed, both base64url.
+failing. The header holds only public values (names, key ids, KDF parameters, nonce).
+
+The secret JSON holds:
+
+* ``wrap_private`` (RSA, PKCS#8 DER) and ``sign_private`` (Ed25519 raw seed), base64url;
+* ``local_key`` (32 random bytes, base64url): the key of the local history cache (see
+  :mod:`client_tui.history`); added on first use to older files;
+* ``retired``: earlier key pairs (same two members each) kept after a key rotation, so that
+  messages sealed to an old key before the rotation was seen can still be opened.
+
+Export and import move the encrypted file as it is: it stays encrypted under the passphrase.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from cryptography.exceptions import InvalidTag
@@ -30,6 +42,7 @@ from shared.keys import Identity
 
 FORMAT = "e2ee-chat-keystore"
 DEFAULT_KDF = {"iterations": 3, "memory_kib": 65536, "lanes": 4}
+LOCAL_KEY_BYTES = 32
 
 
 class KeystoreError(E2EEError):
@@ -44,6 +57,21 @@ class WrongPassphrase(KeystoreError):
     code = "wrong_passphrase"
 
 
+@dataclass(frozen=True)
+class KeyBundle:
+    """Everything a keystore holds once opened.
+
+    Attributes:
+        identity: the current key pairs.
+        local_key: 32-byte AES-256-GCM key of the local history cache.
+        retired: earlier key pairs, newest first (kept to open messages sealed before a rotation).
+    """
+
+    identity: Identity
+    local_key: bytes = field(repr=False)
+    retired: tuple[Identity, ...] = ()
+
+
 def _derive(passphrase: str, kdf: dict, salt: bytes) -> bytes:
     return Argon2id(
         salt=salt, length=32, iterations=kdf["iterations"], lanes=kdf["lanes"], memory_cost=kdf["memory_kib"]
@@ -54,16 +82,39 @@ def _aad(header: dict) -> bytes:
     return json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
 
 
-def save(path: Path, identity: Identity, passphrase: str, kdf: dict | None = None) -> None:
+def _pair(identity: Identity) -> dict[str, str]:
+    return {
+        "wrap_private": b64u_encode(identity.wrap_private.private_bytes(
+            serialization.Encoding.DER, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())),
+        "sign_private": b64u_encode(identity.sign_private.private_bytes(
+            serialization.Encoding.Raw, serialization.PrivateFormat.Raw, serialization.NoEncryption())),
+    }
+
+
+def _unpair(username: str, doc: dict) -> Identity:
+    wrap = serialization.load_der_private_key(b64u_decode(doc["wrap_private"], "wrap_private"), password=None)
+    sign = ed25519.Ed25519PrivateKey.from_private_bytes(b64u_decode(doc["sign_private"], "sign_private"))
+    if not isinstance(wrap, rsa.RSAPrivateKey):
+        raise KeystoreError("keystore wrap key is not RSA")
+    return Identity(username, wrap, sign)
+
+
+def save(path: Path, identity: Identity, passphrase: str, kdf: dict | None = None, *,
+         local_key: bytes | None = None, retired: tuple[Identity, ...] | list[Identity] = ()) -> bytes:
     """Encrypt ``identity``'s private keys under ``passphrase`` and write ``path`` (0600, atomic).
 
     ``kdf`` overrides Argon2id costs (``iterations``, ``memory_kib``, ``lanes``); ~0.2 s by default.
+    CPU-bound: call it from a thread in an event loop.
+
+    Returns:
+        the history key stored in the file (``local_key``, or a new random one).
 
     Raises:
         KeystoreError: empty passphrase.
     """
     if not passphrase:
         raise KeystoreError("a passphrase is required", field="passphrase")
+    local_key = local_key or os.urandom(LOCAL_KEY_BYTES)
     params = {"name": "argon2id", "salt": b64u_encode(os.urandom(16)), **(kdf or DEFAULT_KDF)}
     nonce = os.urandom(12)
     header = {
@@ -71,13 +122,15 @@ def save(path: Path, identity: Identity, passphrase: str, kdf: dict | None = Non
         "wrap_kid": identity.wrap_kid, "sign_kid": identity.sign_kid, "kdf": params, "nonce": b64u_encode(nonce),
     }
     secret = json.dumps({
-        "wrap_private": b64u_encode(identity.wrap_private.private_bytes(
-            serialization.Encoding.DER, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())),
-        "sign_private": b64u_encode(identity.sign_private.private_bytes(
-            serialization.Encoding.Raw, serialization.PrivateFormat.Raw, serialization.NoEncryption())),
+        **_pair(identity), "local_key": b64u_encode(local_key), "retired": [_pair(r) for r in retired],
     }).encode()
     key = _derive(passphrase, params, b64u_decode(params["salt"]))
     doc = {**header, "ciphertext": b64u_encode(AESGCM(key).encrypt(nonce, secret, _aad(header)))}
+    _atomic_json(Path(path), doc)
+    return local_key
+
+
+def _atomic_json(path: Path, doc: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".keystore-")
     try:
@@ -92,25 +145,23 @@ def save(path: Path, identity: Identity, passphrase: str, kdf: dict | None = Non
         raise
 
 
-def load(path: Path, passphrase: str) -> Identity:
-    """Decrypt the keystore at ``path``.
-
-    Raises:
-        KeystoreError: missing or malformed file.
-        WrongPassphrase: the passphrase is wrong or the file was altered.
-    """
+def _open(path: Path, passphrase: str) -> tuple[dict, dict]:
     try:
         doc = json.loads(Path(path).read_text())
+        if not isinstance(doc, dict):
+            raise ValueError("not an object")
         header = {k: v for k, v in doc.items() if k != "ciphertext"}
         if header.get("format") != FORMAT or header.get("v") != 1:
             raise KeystoreError(f"{path} is not an e2ee-chat keystore")
         kdf = header["kdf"]
+        if kdf.get("name") != "argon2id":
+            raise KeystoreError(f"keystore {path} uses an unknown KDF")
         key = _derive(passphrase, kdf, b64u_decode(kdf["salt"], "salt"))
         nonce = b64u_decode(header["nonce"], "nonce")
         sealed = b64u_decode(doc["ciphertext"], "ciphertext")
     except FileNotFoundError:
-        raise KeystoreError(f"no keystore at {path}") from None
-    except (ValueError, KeyError, TypeError, E2EEError) as exc:
+        raise KeystoreError(f"no keystore at {path}", field="path") from None
+    except (ValueError, KeyError, TypeError, AttributeError, E2EEError) as exc:
         if isinstance(exc, KeystoreError):
             raise
         raise KeystoreError(f"keystore {path} is damaged") from None
@@ -118,11 +169,89 @@ def load(path: Path, passphrase: str) -> Identity:
         secret = json.loads(AESGCM(key).decrypt(nonce, sealed, _aad(header)))
     except InvalidTag:
         raise WrongPassphrase("wrong passphrase (or the keystore file was altered)", field="passphrase") from None
-    wrap = serialization.load_der_private_key(b64u_decode(secret["wrap_private"]), password=None)
-    sign = ed25519.Ed25519PrivateKey.from_private_bytes(b64u_decode(secret["sign_private"]))
-    if not isinstance(wrap, rsa.RSAPrivateKey):
-        raise KeystoreError("keystore wrap key is not RSA")
-    identity = Identity(header["username"], wrap, sign)
+    return header, secret
+
+
+def load_bundle(path: Path, passphrase: str) -> KeyBundle:
+    """Decrypt the keystore at ``path``: current keys, history key and retired keys.
+
+    CPU-bound (Argon2id): call it from a thread in an event loop.
+
+    Raises:
+        KeystoreError: missing or malformed file.
+        WrongPassphrase: the passphrase is wrong or the file was altered.
+    """
+    header, secret = _open(path, passphrase)
+    try:
+        identity = _unpair(header["username"], secret)
+        retired = tuple(_unpair(header["username"], r) for r in secret.get("retired", []))
+        local_key = b64u_decode(secret["local_key"], "local_key") if "local_key" in secret else b""
+    except (KeyError, TypeError, ValueError, E2EEError) as exc:
+        if isinstance(exc, KeystoreError):
+            raise
+        raise KeystoreError(f"keystore {path} is damaged") from None
     if identity.wrap_kid != header["wrap_kid"] or identity.sign_kid != header["sign_kid"]:
         raise KeystoreError("keystore keys do not match its key ids")
-    return identity
+    return KeyBundle(identity, local_key, retired)
+
+
+def load(path: Path, passphrase: str) -> Identity:
+    """Decrypt the keystore at ``path`` and return the current keys.
+
+    Raises:
+        KeystoreError: missing or malformed file.
+        WrongPassphrase: the passphrase is wrong or the file was altered.
+    """
+    return load_bundle(path, passphrase).identity
+
+
+def peek(path: Path) -> dict:
+    """The public header of a keystore (username, key ids, KDF) without the passphrase.
+
+    Raises:
+        KeystoreError: missing or not a keystore.
+    """
+    try:
+        doc = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise KeystoreError(f"no keystore at {path}", field="path") from None
+    except (ValueError, OSError):
+        raise KeystoreError(f"{path} is not an e2ee-chat keystore") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise KeystoreError(f"{path} is not an e2ee-chat keystore")
+    return {k: v for k, v in doc.items() if k != "ciphertext"}
+
+
+def export_to(path: Path, dest: Path) -> Path:
+    """Copy the (still encrypted) keystore to ``dest`` with mode 0600; refuses to overwrite.
+
+    Raises:
+        KeystoreError: no keystore at ``path``, or ``dest`` exists.
+    """
+    peek(path)
+    dest = Path(dest)
+    if dest.exists():
+        raise KeystoreError(f"{dest} exists; not overwritten", field="dest")
+    fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as out, open(path, "rb") as src:
+        shutil.copyfileobj(src, out)
+    return dest
+
+
+def import_from(src: Path, path: Path, passphrase: str, username: str, *, overwrite: bool = False) -> KeyBundle:
+    """Install the keystore file ``src`` as ``path`` after checking it opens with ``passphrase``
+    and belongs to ``username``. CPU-bound (Argon2id).
+
+    Raises:
+        KeystoreError: ``src`` is not a keystore, is for another user, or ``path`` exists
+            (without ``overwrite``).
+        WrongPassphrase: the passphrase does not open ``src``.
+    """
+    bundle = load_bundle(src, passphrase)
+    if bundle.identity.username != username:
+        raise KeystoreError(f"{src} holds the keys of {bundle.identity.username!r}, not {username!r}",
+                            field="username")
+    if Path(path).exists() and not overwrite:
+        raise KeystoreError(f"a keystore exists at {path}; not overwritten", field="path")
+    _atomic_json(Path(path), json.loads(Path(src).read_text()))
+    return bundle

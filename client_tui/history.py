@@ -1,0 +1,318 @@
+"""The local history cache: decrypted messages, the outbox and the sync cursor, in SQLite.
+
+One file per account (``history.sqlite3`` beside the keystore, mode 0600). Message text is stored
+encrypted under the account's ``local_key`` (AES-256-GCM, 12-byte random nonce, AAD = row id +
+conversation + sender), a random key kept inside the passphrase-protected keystore: the cache
+shows history after a restart without any RSA work, and the file alone reveals no text. Envelopes
+are stored as the relay stored them (ciphertext), for the inspector.
+
+Every call runs on one dedicated thread (sqlite3 connections are not shared between threads), so
+an event loop that drives a UI never waits on disk I/O. The cursor and the per-sender counters are
+written in the same transaction as the message that advanced them: after a crash the client syncs
+again from a cursor that matches what the cache holds (duplicates are dropped by message id).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sqlite3
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS messages (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    lid TEXT NOT NULL UNIQUE,
+    conversation TEXT NOT NULL,
+    sender TEXT NOT NULL,
+    mid TEXT,
+    seq INTEGER UNIQUE,
+    pos REAL NOT NULL,
+    ts INTEGER NOT NULL,
+    ctr INTEGER,
+    state TEXT NOT NULL,
+    body BLOB,
+    reason TEXT NOT NULL DEFAULT '',
+    detail TEXT NOT NULL DEFAULT '',
+    envelope BLOB,
+    info TEXT NOT NULL DEFAULT '{}'
+);
+CREATE UNIQUE INDEX IF NOT EXISTS messages_sender_mid ON messages(sender, mid) WHERE mid IS NOT NULL;
+CREATE INDEX IF NOT EXISTS messages_conversation ON messages(conversation, pos);
+CREATE INDEX IF NOT EXISTS messages_state ON messages(state);
+CREATE TABLE IF NOT EXISTS conversations (
+    id TEXT PRIMARY KEY,
+    title TEXT NOT NULL,
+    members TEXT NOT NULL,
+    unread INTEGER NOT NULL DEFAULT 0,
+    active INTEGER NOT NULL DEFAULT 1
+);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+OUTGOING_STATES = ("sealing", "sending", "blocked")
+"""States of my own messages that the relay has not stored yet (the outbox)."""
+
+
+@dataclass
+class Record:
+    """One message as the client knows it (mine or received), in a conversation.
+
+    Attributes:
+        lid: local id (random, stable for the life of the record).
+        conversation, sender: as in the verified header (or as delivered, for unreadable ones).
+        text: the plaintext; ``None`` for a message that could not be verified.
+        mid, seq: message id and the relay's sequence (``None`` until known).
+        pos: display order (``seq`` once stored; a fraction after the last seq while sending).
+        ts: sent-at in ms (the sender's clock) or the local time for unreadable ones.
+        ctr: the sender's counter in this conversation.
+        state: mine: ``sealing`` -> ``sending`` -> ``stored`` -> ``delivered`` (or ``blocked``
+            by a key change, or ``failed``); received: ``received``; or ``unreadable``.
+        reason, detail: error code and message (unreadable or failed).
+        envelope: the envelope bytes the relay stored (ciphertext).
+        info: ``timings`` (ms per primitive), ``recipients`` (usernames and key ids),
+            ``delivered_to``, ``skid`` (sender signing key id), ``warning``.
+    """
+
+    lid: str
+    conversation: str
+    sender: str
+    text: str | None
+    mid: str | None = None
+    seq: int | None = None
+    pos: float = 0.0
+    ts: int = 0
+    ctr: int | None = None
+    state: str = "received"
+    reason: str = ""
+    detail: str = ""
+    envelope: bytes | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def mine(self) -> bool:
+        return bool(self.info.get("mine"))
+
+
+_COLUMNS = "lid, conversation, sender, mid, seq, pos, ts, ctr, state, body, reason, detail, envelope, info"
+
+
+class History:
+    """The SQLite cache of one account. Create with :meth:`open` (async)."""
+
+    def __init__(self, path: Path, key: bytes) -> None:
+        self.path = Path(path)
+        self._aead = AESGCM(key)
+        self._exec = ThreadPoolExecutor(max_workers=1, thread_name_prefix="history")
+        self._db: sqlite3.Connection | None = None
+
+    @classmethod
+    async def open(cls, path: Path, key: bytes) -> History:
+        h = cls(path, key)
+        await h._call(h._open)
+        return h
+
+    async def _call(self, fn, *args):
+        return await asyncio.get_running_loop().run_in_executor(self._exec, fn, *args)
+
+    def _open(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if not self.path.exists():
+            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))
+        db = sqlite3.connect(self.path, isolation_level=None)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("PRAGMA busy_timeout=5000")
+        db.executescript(SCHEMA)
+        self._db = db
+
+    async def close(self) -> None:
+        if self._db is not None:
+            await self._call(self._db.close)
+            self._db = None
+        self._exec.shutdown(wait=True)
+
+    # -- encryption of the text ------------------------------------------------------------------
+    @staticmethod
+    def _aad(lid: str, conversation: str, sender: str) -> bytes:
+        return f"e2ee-chat/v1/history.{lid}.{conversation}.{sender}".encode()
+
+    def _seal(self, r: Record) -> bytes | None:
+        if r.text is None:
+            return None
+        nonce = os.urandom(12)
+        return nonce + self._aead.encrypt(nonce, r.text.encode("utf-8"), self._aad(r.lid, r.conversation, r.sender))
+
+    def _unseal(self, lid: str, conversation: str, sender: str, body: bytes | None) -> str | None:
+        if body is None:
+            return None
+        try:
+            return self._aead.decrypt(body[:12], body[12:], self._aad(lid, conversation, sender)).decode("utf-8")
+        except (InvalidTag, ValueError):
+            return None
+
+    def _row(self, row: tuple) -> Record:
+        lid, conv, sender, mid, seq, pos, ts, ctr, state, body, reason, detail, env, info = row
+        text = self._unseal(lid, conv, sender, body)
+        if text is None and body is not None:
+            state, reason = "unreadable", reason or "history_damaged"
+        return Record(lid, conv, sender, text, mid, seq, pos, ts, ctr, state, reason, detail,
+                      bytes(env) if env is not None else None, json.loads(info))
+
+    # -- writes --------------------------------------------------------------------------------------
+    def _put(self, r: Record, meta: dict[str, Any] | None) -> bool:
+        assert self._db is not None
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            cur = db.execute(
+                f"INSERT INTO messages ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?) "  # noqa: S608 - constants
+                "ON CONFLICT(lid) DO UPDATE SET mid=excluded.mid, seq=excluded.seq, pos=excluded.pos, "
+                "ts=excluded.ts, ctr=excluded.ctr, state=excluded.state, body=excluded.body, "
+                "reason=excluded.reason, detail=excluded.detail, envelope=excluded.envelope, info=excluded.info",
+                (r.lid, r.conversation, r.sender, r.mid, r.seq, r.pos, r.ts, r.ctr, r.state, self._seal(r),
+                 r.reason, r.detail, r.envelope, json.dumps(r.info)),
+            )
+            inserted = cur.rowcount > 0
+        except sqlite3.IntegrityError:
+            inserted = False  # the same (sender, mid) or seq again: a duplicate
+        try:
+            for k, v in (meta or {}).items():
+                db.execute("INSERT INTO meta (key, value) VALUES (?, ?) "
+                           "ON CONFLICT(key) DO UPDATE SET value=excluded.value", (k, json.dumps(v)))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        return inserted
+
+    async def put(self, record: Record, meta: dict[str, Any] | None = None) -> bool:
+        """Insert or update ``record`` (by ``lid``) and ``meta`` in one transaction.
+
+        Returns False when it was refused as a duplicate (same sender and mid, or same seq).
+        """
+        return await self._call(self._put, record, meta)
+
+    def _set_meta(self, meta: dict[str, Any]) -> None:
+        assert self._db is not None
+        with self._db:
+            for k, v in meta.items():
+                self._db.execute(
+                    "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+                    (k, json.dumps(v)))
+
+    async def set_meta(self, **meta: Any) -> None:
+        await self._call(self._set_meta, meta)
+
+    def _save_conversations(self, convs: list[tuple[str, str, list[str]]], active_ids: set[str] | None) -> None:
+        assert self._db is not None
+        with self._db:
+            for cid, title, members in convs:
+                self._db.execute(
+                    "INSERT INTO conversations (id, title, members, active) VALUES (?, ?, ?, 1) "
+                    "ON CONFLICT(id) DO UPDATE SET title=excluded.title, members=excluded.members, active=1",
+                    (cid, title, json.dumps(members)))
+            if active_ids is not None:
+                for (cid,) in self._db.execute("SELECT id FROM conversations").fetchall():
+                    if cid not in active_ids:
+                        self._db.execute("UPDATE conversations SET active=0 WHERE id=?", (cid,))
+
+    async def save_conversations(self, convs: list[tuple[str, str, list[str]]], complete: bool = False) -> None:
+        """Remember conversations ``(id, title, members)``; with ``complete`` the others are
+        marked inactive (I left or was removed)."""
+        await self._call(self._save_conversations, convs, {c[0] for c in convs} if complete else None)
+
+    def _set_unread(self, cid: str, n: int) -> None:
+        assert self._db is not None
+        with self._db:
+            self._db.execute("UPDATE conversations SET unread=? WHERE id=?", (n, cid))
+
+    async def set_unread(self, cid: str, n: int) -> None:
+        await self._call(self._set_unread, cid, n)
+
+    # -- reads ---------------------------------------------------------------------------------------
+    def _meta(self) -> dict[str, Any]:
+        assert self._db is not None
+        return {k: json.loads(v) for k, v in self._db.execute("SELECT key, value FROM meta")}
+
+    async def meta(self) -> dict[str, Any]:
+        return await self._call(self._meta)
+
+    def _seen(self) -> set[tuple[str, str]]:
+        assert self._db is not None
+        return {(s, m) for s, m in self._db.execute("SELECT sender, mid FROM messages WHERE mid IS NOT NULL")}
+
+    async def seen(self) -> set[tuple[str, str]]:
+        """Every (sender, mid) in the cache: the dedup set."""
+        return await self._call(self._seen)
+
+    def _recent(self, conversation: str, limit: int, before: float | None) -> list[Record]:
+        assert self._db is not None
+        q = f"SELECT {_COLUMNS} FROM messages WHERE conversation=?"  # noqa: S608 - constants; values bound
+        args: list[Any] = [conversation]
+        if before is not None:
+            q += " AND pos < ?"
+            args.append(before)
+        q += " ORDER BY pos DESC, id DESC LIMIT ?"
+        args.append(limit)
+        return [self._row(r) for r in reversed(self._db.execute(q, args).fetchall())]
+
+    async def recent(self, conversation: str, limit: int = 200, before: float | None = None) -> list[Record]:
+        """The last ``limit`` records of a conversation (before ``pos``), oldest first."""
+        return await self._call(self._recent, conversation, limit, before)
+
+    def _select(self, where: str, args: tuple) -> list[Record]:
+        assert self._db is not None
+        return [self._row(r) for r in self._db.execute(
+            f"SELECT {_COLUMNS} FROM messages WHERE {where} ORDER BY id",  # noqa: S608 - callers pass constants
+            args).fetchall()]
+
+    async def outbox(self) -> list[Record]:
+        """My messages not stored by the relay yet, in the order they were written."""
+        marks = ",".join("?" * len(OUTGOING_STATES))
+        return await self._call(self._select, f"state IN ({marks})", OUTGOING_STATES)
+
+    async def by_seq(self, seq: int) -> Record | None:
+        rows = await self._call(self._select, "seq=?", (seq,))
+        return rows[0] if rows else None
+
+    async def by_lid(self, lid: str) -> Record | None:
+        rows = await self._call(self._select, "lid=?", (lid,))
+        return rows[0] if rows else None
+
+    def _conversations(self) -> list[dict[str, Any]]:
+        assert self._db is not None
+        return [{"id": cid, "title": t, "members": json.loads(m), "unread": u, "active": bool(a)}
+                for cid, t, m, u, a in self._db.execute(
+                    "SELECT id, title, members, unread, active FROM conversations ORDER BY rowid")]
+
+    async def conversations(self) -> list[dict[str, Any]]:
+        return await self._call(self._conversations)
+
+    def _max_pos(self) -> float:
+        assert self._db is not None
+        return self._db.execute("SELECT coalesce(max(pos), 0) FROM messages").fetchone()[0]
+
+    async def max_pos(self) -> float:
+        return await self._call(self._max_pos)
+
+    def _count(self, conversation: str | None) -> int:
+        assert self._db is not None
+        if conversation is None:
+            return self._db.execute("SELECT count(*) FROM messages").fetchone()[0]
+        return self._db.execute("SELECT count(*) FROM messages WHERE conversation=?", (conversation,)).fetchone()[0]
+
+    async def count(self, conversation: str | None = None) -> int:
+        return await self._call(self._count, conversation)
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)

@@ -1,0 +1,88 @@
+"""Fixtures for client tests: an offline client fed frames by hand (a hostile relay), event helpers."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from client_tui import keystore
+from client_tui.core import ChatClient, Contact
+from shared import envelope, frames
+from shared.keys import Identity
+from tests.conftest import FAST_KDF
+
+
+async def wait_event(client: ChatClient, kind, predicate=lambda e: True, timeout: float = 15):
+    """The next event of type ``kind`` matching ``predicate`` (others are dropped)."""
+    async def get():
+        while True:
+            ev = await client.events.get()
+            if isinstance(ev, kind) and predicate(ev):
+                return ev
+    return await asyncio.wait_for(get(), timeout)
+
+
+def drain(client: ChatClient) -> list:
+    out = []
+    while not client.events.empty():
+        out.append(client.events.get_nowait())
+    return out
+
+
+async def wait_until(predicate, timeout: float = 15, step: float = 0.02) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        if loop.time() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(step)
+
+
+class Hostile:
+    """A relay that is not there: the test hands frames to the client's frame handler directly,
+    so it can rewrite, drop, replay or re-route envelopes at will."""
+
+    def __init__(self, client: ChatClient, ids: dict[str, Identity], conv: str = "conv-1") -> None:
+        self.client = client
+        self.ids = ids
+        self.conv = conv
+        self.seq = 0
+        self.ctr: dict[str, int] = {}
+
+    def seal(self, sender: str, text: str, *, to: list[str] | None = None, conv: str | None = None,
+             ctr: int | None = None) -> bytes:
+        conv = conv or self.conv
+        to = to or [sender, self.client.username]
+        if ctr is None:
+            ctr = self.ctr[sender] = self.ctr.get(sender, 0) + 1
+        return envelope.seal(text, self.ids[sender], conv, [self.ids[u].public for u in to], counter=ctr)
+
+    async def deliver(self, data: bytes, *, sender: str, conv: str | None = None, seq: int | None = None) -> int:
+        if seq is None:
+            self.seq += 1
+            seq = self.seq
+        await self.client._on_frame(frames.Message(seq, conv or self.conv, sender, msgspec.Raw(data)))
+        return seq
+
+
+@pytest.fixture
+async def offline_bob(tmp_path: Path, identities):
+    """bob's client with keys, cache and alice + carol pinned, never connected (no relay)."""
+    client = ChatClient("http://127.0.0.1:9", "bob", tmp_path / "clients", kdf=FAST_KDF)
+    local_key = keystore.save(client.keystore_path, identities["bob"], "bob passphrase", FAST_KDF)
+    await client._open_local(keystore.KeyBundle(identities["bob"], local_key), "bob passphrase")
+    for name in ("alice", "carol"):
+        client.contacts[name] = Contact(identities[name].public)
+    client.members["conv-1"] = ["alice", "bob", "carol"]
+    client.titles["conv-1"] = "hostile"
+    client._key_fetched_at = {n: float("inf") for n in ("alice", "carol", "mallory")}  # never fetch
+    yield client, Hostile(client, identities)
+    await client.close()
+
+
+def random_local_key() -> bytes:
+    return os.urandom(32)

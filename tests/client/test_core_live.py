@@ -1,0 +1,187 @@
+"""The client core against a real relay process: outbox states, the history cache, reconnects,
+refused logins, key rotation and membership changes."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sqlite3
+import time
+
+import msgspec
+import pytest
+
+from client_tui.core import (
+    ChatClient,
+    ConnectionState,
+    ConversationsChanged,
+    KeyChangeBlocked,
+    KeyChanged,
+    MessageReceived,
+    RecordChanged,
+)
+from shared import envelope, frames
+from tests.client.conftest import wait_event, wait_until
+from tests.conftest import FAST_KDF, PASSWORD, close_all
+
+
+async def received_texts(client: ChatClient, n: int, timeout: float = 20) -> list[str]:
+    out = []
+    while len(out) < n:
+        ev = await wait_event(client, MessageReceived, timeout=timeout)
+        out.append(ev.text)
+    return out
+
+
+async def test_my_message_goes_sending_stored_delivered(make_client):
+    alice, bob = await make_client("alice"), await make_client("bob")
+    conv = await alice.create_conversation("pair", ["bob"])
+    await alice.connect()
+    await bob.connect()
+    await bob.wait_synced()
+    rec = await alice.queue_text(conv, "hello")
+    assert rec.state == "sending" and rec.mine and rec.ctr == 1
+    await wait_until(lambda: rec.state == "delivered")
+    assert rec.seq is not None and rec.info["delivered_to"] == ["bob"]
+    timings = rec.info["timings"]
+    assert len(timings["wrap"]) == 2 and timings["sign"] > 0 and timings["encrypt"] >= 0
+    (cached,) = await alice.load_history(conv)
+    assert (cached.text, cached.state, cached.seq) == ("hello", "delivered", rec.seq)
+    await close_all(alice, bob)
+
+
+async def test_history_survives_a_restart_without_unwrapping_and_holds_no_plaintext(make_client, relay, monkeypatch):
+    alice, bob = await make_client("alice"), await make_client("bob")
+    conv = await alice.create_conversation("pair", ["bob"])
+    await alice.connect()
+    await bob.connect()
+    texts = ["first secret", "второй секрет", "第三个秘密"]
+    for t in texts:
+        await alice.send_text(conv, t)
+    assert await received_texts(bob, 3) == texts
+    await close_all(alice, bob)
+
+    from client_tui import measure
+
+    def no_rsa(*a, **k):
+        raise AssertionError("a restart must not unwrap again")
+
+    monkeypatch.setattr(measure, "open_", no_rsa)
+    bob2 = ChatClient(relay.url, "bob", bob.profile.parent.parent, kdf=FAST_KDF)
+    await bob2.login(PASSWORD, "bob passphrase")
+    assert [r.text for r in await bob2.load_history(conv)] == texts
+    await bob2.connect()
+    await bob2.wait_synced()
+    await bob2.close()
+    for path in bob2.profile.glob("history.sqlite3*"):
+        blob = path.read_bytes()
+        for t in texts:
+            assert t.encode() not in blob, path
+    db = sqlite3.connect(bob2.history_path)
+    assert db.execute("SELECT count(*) FROM messages").fetchone()[0] == 3
+    db.close()
+    assert oct(bob2.history_path.stat().st_mode & 0o777) == "0o600"
+
+
+async def test_relay_killed_and_restarted_nothing_lost_or_doubled(make_client, relay):
+    alice = ChatClient(relay.url, "alice", relay.data_dir.parent / "c", kdf=FAST_KDF, backoff=(0.1, 1.0))
+    bob = ChatClient(relay.url, "bob", relay.data_dir.parent / "c", kdf=FAST_KDF, backoff=(0.1, 1.0))
+    await alice.register(PASSWORD, "a", bits=2048)
+    await bob.register(PASSWORD, "b", bits=2048)
+    conv = await alice.create_conversation("pair", ["bob"])
+    alice.start()
+    bob.start()
+    await wait_until(lambda: alice.online and bob.online)
+    for i in range(3):
+        await alice.send_text(conv, f"before {i}")
+    relay.stop(signal.SIGKILL)
+    await wait_until(lambda: not alice.online and not bob.online)
+    during = await alice.queue_text(conv, "while the relay was down")
+    assert during.state == "sending"
+    t0 = time.perf_counter()
+    relay.start()
+    await wait_until(lambda: during.state in ("stored", "delivered"))
+    reconnect_s = time.perf_counter() - t0
+    for i in range(2):
+        await alice.send_text(conv, f"after {i}")
+    expected = [f"before {i}" for i in range(3)] + ["while the relay was down"] + [f"after {i}" for i in range(2)]
+    await wait_until(lambda: bob._state.cursor >= 6)
+    await asyncio.sleep(0.2)
+    got = [r.text for r in await bob.load_history(conv)]
+    assert got == expected
+    assert [r.text for r in await alice.load_history(conv)] == expected
+    assert reconnect_s < 10
+    print(f"reconnect after relay restart: {reconnect_s * 1000:.0f} ms")
+    await close_all(alice, bob)
+
+
+async def test_a_refused_login_is_not_retried_in_a_loop(make_client, relay):
+    alice = await make_client("alice")
+    alice.token = "not-a-token"
+    alice.token_exp = 2**40
+    alice._password = "wrong password"
+    session = alice.start()
+    await asyncio.wait_for(session, 10)
+    assert alice.state == "refused"
+    states = []
+    while not alice.events.empty():
+        ev = alice.events.get_nowait()
+        if isinstance(ev, ConnectionState):
+            states.append(ev.state)
+    assert states == ["connecting", "refused"]  # one try; the fresh login was refused: stop
+    await alice.close()
+
+
+async def test_an_expired_token_is_replaced_by_one_fresh_login(make_client):
+    alice = await make_client("alice")
+    alice.token = "expired-or-revoked"
+    alice.token_exp = 2**40
+    alice.start()
+    await wait_until(lambda: alice.online)
+    await alice.close()
+
+
+async def test_real_rotation_warns_blocks_and_old_sealed_messages_still_open(make_client):
+    alice, bob = await make_client("alice"), await make_client("bob")
+    conv = await alice.create_conversation("pair", ["bob"])
+    await alice.connect()
+    await bob.connect()
+    await bob.wait_synced()
+    await alice.send_text(conv, "to bob's first key")
+    assert await received_texts(bob, 1) == ["to bob's first key"]
+    # sealed to bob's first key, sent only after the rotation
+    old_recipients = await alice.recipients_for(conv)
+    late = envelope.seal("sealed before the rotation", alice.identity, conv, old_recipients, counter=2)
+    await bob.rotate_keys()
+    change = await wait_event(alice, KeyChanged)
+    assert change.user == "bob" and change.signed_by_old is True
+    with pytest.raises(KeyChangeBlocked):
+        await alice.send_text(conv, "blocked")
+    alice.accept_key("bob")
+    assert alice.contacts["bob"].verified is False
+    await alice.send_text(conv, "to bob's new key")
+    assert await received_texts(bob, 1) == ["to bob's new key"]
+    # the relay refuses the stale envelope (not the members' current keys); deliver it to bob by hand
+    await bob._on_frame(frames.Message(10_000, conv, "alice", msgspec.Raw(late)))
+    assert (await wait_event(bob, MessageReceived)).text == "sealed before the rotation"
+    await close_all(alice, bob)
+
+
+async def test_members_added_and_removed_get_events_and_messages(make_client):
+    alice, bob, carol = [await make_client(n) for n in ("alice", "bob", "carol")]
+    conv = await alice.create_conversation("grow", ["bob"])
+    for c in (alice, bob, carol):
+        await c.connect()
+        await c.wait_synced()
+    await alice.change_members(conv, add=["carol"])
+    await wait_event(bob, ConversationsChanged)
+    await wait_until(lambda: "carol" in bob.members.get(conv, []))
+    await bob.send_text(conv, "welcome carol")
+    assert await received_texts(carol, 1) == ["welcome carol"]
+    await alice.change_members(conv, remove=["bob"])
+    await wait_until(lambda: conv in bob.inactive)
+    sent = await alice.send_text(conv, "bob is gone")
+    assert await received_texts(carol, 1) == ["bob is gone"]
+    await asyncio.sleep(0.2)
+    assert not [e for e in list(bob.events._queue) if isinstance(e, RecordChanged) and e.record.seq == sent.seq]
+    await close_all(alice, bob, carol)
