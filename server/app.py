@@ -168,6 +168,19 @@ async def _load_keys(body: RegisterBody | RotateBody, username: str):
 
 
 @handler
+async def metrics(request: Request) -> Response:
+    """Counters for the bench and operators: messages stored, cumulative relay time per phase (s),
+    writer batches and ops (ops / batches = the group-commit factor), connections online."""
+    st = _state(request)
+    m = st.relay.metrics
+    return _json({
+        "level": st.settings.level, "stored": m.stored, "checks_s": m.checks_s, "commit_s": m.commit_s,
+        "fanout_s": m.fanout_s, "writer_batches": st.writer.batches, "writer_ops": st.writer.ops,
+        "connections": len(st.relay.hub.all()),
+    })
+
+
+@handler
 async def relay_key(request: Request) -> Response:
     """Level 3: the relay's RSA public key (SPKI DER, b64url) and its key id, for clients to pin."""
     relay = _state(request).relay
@@ -375,6 +388,7 @@ async def websocket(ws: WebSocket) -> None:
 
 routes = [
     Route("/healthz", healthz),
+    Route("/v1/metrics", metrics),
     Route("/v1/relay-key", relay_key),
     Route("/v1/accounts", register, methods=["POST"]),
     Route("/v1/token", login, methods=["POST"]),

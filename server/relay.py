@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -141,6 +142,26 @@ def _mid_of(raw: bytes) -> str | None:
         return None
 
 
+@dataclass
+class Metrics:
+    """Cumulative time the relay spends per stored message, in seconds (``GET /v1/metrics``).
+
+    ``checks``: parse, sender/membership/recipient checks (and the L3 decryption before them is
+    not included); ``commit``: waiting for the group-commit writer; ``fanout``: queuing frames.
+    """
+
+    stored: int = 0
+    checks_s: float = 0.0
+    commit_s: float = 0.0
+    fanout_s: float = 0.0
+
+    def record(self, checks: float, commit: float, fanout: float) -> None:
+        self.stored += 1
+        self.checks_s += checks
+        self.commit_s += commit
+        self.fanout_s += fanout
+
+
 class Relay:
     """Websocket protocol handler; one instance per relay process (``app.state.relay``)."""
 
@@ -150,6 +171,7 @@ class Relay:
         self.sessions = sessions
         self.writer = writer
         self.hub = Hub()
+        self.metrics = Metrics()
         self.sends = RateLimiter("sends", settings.rate_sends_per_s, settings.rate_sends_burst)
         self.relay_private = settings.resolve_relay_key() if settings.level == 3 else None
         self.relay_key_b64 = (b64u_encode(spki_der(self.relay_private.public_key()))
@@ -355,6 +377,7 @@ class Relay:
             return await self.accept_plain(
                 user, user_id, conversation,
                 plain.parse(raw, max_bytes=self.settings.max_envelope_bytes), exclude)
+        t0 = time.perf_counter()
         parsed = envelope.parse(
             raw, max_bytes=self.settings.max_envelope_bytes, max_recipients=self.settings.max_recipients
         )
@@ -363,27 +386,16 @@ class Relay:
             raise ConversationMismatch("envelope cid differs from the frame's conversation", field="cid")
         if h.snd != user:
             raise SenderMismatch("envelope sender must be the authenticated user", field="snd")
-        async with self.sessions() as session:
-            members = await store.member_keys(session, h.cid)
-        if not any(m.user_id == user_id for m in members):
-            raise Forbidden("not a member of this conversation", field="conversation")
+        members = await self._members(h.cid, user_id)
         kids = set(h.rkids)
         expected = {m.wrap_kid for m in members if m.wrap_kid}
         missing = [m.username for m in members if m.wrap_kid is None or m.wrap_kid not in kids]
         extra = sorted(kids - expected)
         if missing or extra:
             raise RecipientsMismatch(missing, extra)
-        result = await self.writer.run(
-            store.add_message(h.cid, user_id, h.mid, raw, [m.user_id for m in members])
-        )
-        if result.duplicate:
-            log.info("duplicate user=%s seq=%d", user, result.seq)
-        else:
-            out = frames.encode(frames.Message(result.seq, h.cid, user, msgspec.Raw(raw)))
-            n = self.hub.deliver([m.user_id for m in members], out, exclude=exclude)
-            log.info("stored seq=%d conv=%s from=%s bytes=%d recipients=%d online=%d",
-                     result.seq, h.cid, user, len(raw), len(members), n)
-        return frames.Stored(h.mid, result.seq, h.cid, result.duplicate)
+        return await self._commit(user, user_id, h.cid, h.mid, raw, members,
+                                  lambda seq: frames.encode(frames.Message(seq, h.cid, user, msgspec.Raw(raw))),
+                                  exclude, t0)
 
     async def accept_plain(self, user: str, user_id: int, conversation: str, m: plain.PlainEnvelope,
                            exclude: Connection | None = None) -> frames.Stored:
@@ -393,21 +405,43 @@ class Relay:
         Raises:
             ConversationMismatch, SenderMismatch, Forbidden.
         """
+        t0 = time.perf_counter()
         if m.cid != conversation:
             raise ConversationMismatch("envelope cid differs from the frame's conversation", field="cid")
         if m.snd != user:
             raise SenderMismatch("envelope sender must be the authenticated user", field="snd")
-        async with self.sessions() as session:
-            members = await store.member_keys(session, m.cid)
-        if not any(mk.user_id == user_id for mk in members):
-            raise Forbidden("not a member of this conversation", field="conversation")
+        members = await self._members(m.cid, user_id)
         raw = plain.encode(m)
-        result = await self.writer.run(store.add_message(m.cid, user_id, m.mid, raw, [mk.user_id for mk in members]))
-        if not result.duplicate:
-            self.hub.deliver([mk.user_id for mk in members], self._message_for(result.seq, m, raw), exclude=exclude)
-            log.info("stored seq=%d conv=%s from=%s bytes=%d recipients=%d (level %d)",
-                     result.seq, m.cid, user, len(raw), len(members), self.settings.level)
-        return frames.Stored(m.mid, result.seq, m.cid, result.duplicate)
+        return await self._commit(user, user_id, m.cid, m.mid, raw, members,
+                                  lambda seq: self._message_for(seq, m, raw), exclude, t0)
+
+    async def _members(self, conversation: str, user_id: int) -> list[store.MemberKey]:
+        """Members of ``conversation`` with their current wrap key ids.
+
+        Raises:
+            Forbidden: ``user_id`` is not one of them.
+        """
+        async with self.sessions() as session:
+            members = await store.member_keys(session, conversation)
+        if not any(m.user_id == user_id for m in members):
+            raise Forbidden("not a member of this conversation", field="conversation")
+        return members
+
+    async def _commit(self, user: str, user_id: int, cid: str, mid: str, raw: bytes,
+                      members: list[store.MemberKey], message_for, exclude: Connection | None,
+                      t0: float) -> frames.Stored:
+        """Store through the writer, then fan out ``message_for(seq)`` to online members."""
+        t1 = time.perf_counter()
+        result = await self.writer.run(store.add_message(cid, user_id, mid, raw, [m.user_id for m in members]))
+        t2 = time.perf_counter()
+        if result.duplicate:
+            log.info("duplicate user=%s seq=%d", user, result.seq)
+        else:
+            n = self.hub.deliver([m.user_id for m in members], message_for(result.seq), exclude=exclude)
+            log.info("stored seq=%d conv=%s from=%s bytes=%d recipients=%d online=%d",
+                     result.seq, cid, user, len(raw), len(members), n)
+        self.metrics.record(t1 - t0, t2 - t1, time.perf_counter() - t2)
+        return frames.Stored(mid, result.seq, cid, result.duplicate)
 
     def _message_for(self, seq: int, m: plain.PlainEnvelope, raw: bytes) -> bytes | Callable[[Connection], bytes]:
         """The ``msg`` frame for a stored readable message: the same bytes for every connection
