@@ -13,6 +13,7 @@ import re
 import secrets
 import time
 import unicodedata
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import jwt
@@ -103,6 +104,8 @@ class Tokens:
         else:
             raise ValueError("JWT algorithm must be HS256 or EdDSA")
         self.algorithm = algorithm
+        self._verified: OrderedDict[str, Claims] = OrderedDict()
+        self.cache_size = 10_000
         self.issuer = issuer
         self.audience = audience
         self.ttl_s = ttl_s
@@ -121,12 +124,22 @@ class Tokens:
     def verify(self, token: str) -> Claims:
         """Verify ``token`` and return its claims.
 
+        A token verified once is remembered (exact string, at most ``cache_size`` tokens, least
+        recently used dropped) until its ``exp``: the REST path then costs a dictionary look-up
+        instead of a signature check and claim parsing. Only successful verifications are cached.
+
         Raises:
             AuthFailed: with the reason (expired, wrong audience/issuer, bad signature, missing
                 claim, disallowed algorithm); the token itself is never logged or echoed.
         """
         if not isinstance(token, str) or not token or len(token) > 4096:
             raise AuthFailed("token missing or too long", field="token")
+        cached = self._verified.get(token)
+        if cached is not None:
+            if time.time() < cached.exp:
+                self._verified.move_to_end(token)
+                return cached
+            del self._verified[token]
         try:
             claims = jwt.decode(
                 token,
@@ -155,7 +168,11 @@ class Tokens:
             raise AuthFailed(f"token invalid ({type(exc).__name__})", field="token") from None
         if not isinstance(claims.get("sub"), str):
             raise AuthFailed("token subject is not a string", field="sub")
-        return Claims(claims["sub"], int(claims["exp"]), str(claims["jti"]))
+        result = Claims(claims["sub"], int(claims["exp"]), str(claims["jti"]))
+        self._verified[token] = result
+        if len(self._verified) > self.cache_size:
+            self._verified.popitem(last=False)
+        return result
 
 
 def bearer_token(authorization: str | None) -> str | None:
