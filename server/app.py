@@ -281,10 +281,12 @@ async def rotate_keys(request: Request) -> Response:
     old_sign = keys.load_signing_public_key(old.sign_key, claims.sub)
     sig = b64u_decode(body.signature, "signature")
     rotation.verify(old_sign, new.wrap_kid, new.sign_kid, sig)
+    st.relay.forget_members()
     await st.writer.run(store.rotate_keys(user.id, new.wrap_kid, keys.spki_der(new.wrap_key), new.sign_kid,
                                           keys.spki_der(new.sign_key), sig))
     async with st.sessions() as session:
         peers = await store.peers_of(session, user.id)
+    st.relay.forget_members()
     st.relay.notify(peers, frames.Event("key_changed", user=claims.sub))
     log.info("keys rotated user=%s peers=%d", claims.sub, len(peers))
     return _json({"wrap_kid": new.wrap_kid, "sign_kid": new.sign_kid})
@@ -339,6 +341,7 @@ async def change_members(request: Request) -> Response:
     if not 1 <= len(after) <= st.settings.max_members:
         raise InvalidRequest(f"a conversation has 1-{st.settings.max_members} members", field="members")
     await st.writer.run(store.change_members(cid, [u.id for u in add.values()], [u.id for u in remove.values()]))
+    st.relay.forget_members(cid)
     st.relay.notify(list(before | after), frames.Event("members_changed", conversation=cid))
     async with st.sessions() as session:
         names = [m.username for m in await store.member_keys(session, cid)]

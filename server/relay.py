@@ -172,6 +172,7 @@ class Relay:
         self.writer = writer
         self.hub = Hub()
         self.metrics = Metrics()
+        self._member_cache: dict[str, tuple[float, list[store.MemberKey]]] = {}
         self.sends = RateLimiter("sends", settings.rate_sends_per_s, settings.rate_sends_burst)
         self.relay_private = settings.resolve_relay_key() if settings.level == 3 else None
         self.relay_key_b64 = (b64u_encode(spki_der(self.relay_private.public_key()))
@@ -416,13 +417,23 @@ class Relay:
                                   lambda seq: self._message_for(seq, m, raw), exclude, t0)
 
     async def _members(self, conversation: str, user_id: int) -> list[store.MemberKey]:
-        """Members of ``conversation`` with their current wrap key ids.
+        """Members of ``conversation`` with their current wrap key ids, from a cache that this
+        relay clears when members or keys change and that expires after ``member_cache_s``
+        (the bound on staleness when several relays share the database).
 
         Raises:
             Forbidden: ``user_id`` is not one of them.
         """
-        async with self.sessions() as session:
-            members = await store.member_keys(session, conversation)
+        now = time.monotonic()
+        hit = self._member_cache.get(conversation)
+        if hit is not None and hit[0] > now:
+            members = hit[1]
+        else:
+            async with self.sessions() as session:
+                members = await store.member_keys(session, conversation)
+            if len(self._member_cache) >= 50_000:
+                self._member_cache.clear()
+            self._member_cache[conversation] = (now + self.settings.member_cache_s, members)
         if not any(m.user_id == user_id for m in members):
             raise Forbidden("not a member of this conversation", field="conversation")
         return members
@@ -432,7 +443,7 @@ class Relay:
                       t0: float) -> frames.Stored:
         """Store through the writer, then fan out ``message_for(seq)`` to online members."""
         t1 = time.perf_counter()
-        result = await self.writer.run(store.add_message(cid, user_id, mid, raw, [m.user_id for m in members]))
+        result = await self.writer.run(store.NewMessage(cid, user_id, mid, raw, [m.user_id for m in members]))
         t2 = time.perf_counter()
         if result.duplicate:
             log.info("duplicate user=%s seq=%d", user, result.seq)
@@ -449,6 +460,13 @@ class Relay:
         if self.settings.level != 3:
             return frames.encode(frames.Message(seq, m.cid, m.snd, msgspec.Raw(raw)))
         return lambda conn: frames.encode(frames.Message(seq, m.cid, m.snd, msgspec.Raw(conn.seal_l3(m))))
+
+    def forget_members(self, conversation: str | None = None) -> None:
+        """Drop cached member lists: one conversation's, or all (after a key rotation)."""
+        if conversation is None:
+            self._member_cache.clear()
+        else:
+            self._member_cache.pop(conversation, None)
 
     def notify(self, user_ids: list[int], event: frames.Event) -> None:
         """Send an ``event`` frame to every online connection of ``user_ids``."""

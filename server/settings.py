@@ -53,6 +53,9 @@ class Settings:
         default=8 * 1024 * 1024, metadata={"help": "per-connection send queue bound in bytes"}
     )
     max_inflight_sends: int = field(default=64, metadata={"help": "unacked sends per connection"})
+    member_cache_s: float = field(
+        default=2.0, metadata={"help": "how long a relay trusts its cached member list (other relays' changes)"}
+    )
     auth_timeout_s: float = field(default=5.0, metadata={"help": "time to authenticate a websocket"})
     rate_sends_per_s: float = field(default=50.0, metadata={"help": "sends per user per second (0: off)"})
     rate_sends_burst: int = field(default=200, metadata={"help": "burst of sends per user"})

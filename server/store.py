@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from sqlalchemy import and_, select, update
+from sqlalchemy import and_, insert, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from shared.b64 import b64u_encode
@@ -158,30 +158,65 @@ class StoreResult:
     duplicate: bool
 
 
-def add_message(
-    conversation_id: str, sender_id: int, mid: str, envelope: bytes, recipient_ids: list[int]
-) -> Callable[[AsyncSession], Awaitable[StoreResult]]:
-    """A write op storing an envelope and one delivery row per recipient.
+@dataclass(frozen=True)
+class NewMessage:
+    """A message to store: the writer inserts all of a batch's messages with three statements
+    (look up repeats, insert messages with RETURNING, insert deliveries)."""
 
-    Idempotent: the same (sender, mid) again returns the first ``seq`` with ``duplicate=True``.
+    conversation_id: str
+    sender_id: int
+    mid: str
+    envelope: bytes
+    recipient_ids: list[int]
+
+
+async def insert_messages(s: AsyncSession, items: list[NewMessage]) -> list[StoreResult]:
+    """Store ``items`` in one transaction, in order; one delivery row per recipient.
+
+    Idempotent: a (sender, mid) already stored, or repeated within ``items``, returns the first
+    ``seq`` with ``duplicate=True`` and stores nothing more.
     """
-
-    async def op(s: AsyncSession) -> StoreResult:
-        existing = (
-            await s.execute(select(Message.seq).where(Message.sender_id == sender_id, Message.mid == mid))
-        ).scalar_one_or_none()
-        if existing is not None:
-            return StoreResult(existing, True)
-        msg = Message(
-            conversation_id=conversation_id, sender_id=sender_id, mid=mid, envelope=envelope,
-            size=len(envelope), created_at_ms=now_ms(),
+    keys = {(m.sender_id, m.mid) for m in items}
+    known: dict[tuple[int, str], int] = {}
+    for chunk in _chunks(sorted(keys), 400):
+        rows = await s.execute(
+            select(Message.sender_id, Message.mid, Message.seq).where(tuple_(Message.sender_id, Message.mid).in_(chunk))
         )
-        s.add(msg)
-        await s.flush()
-        s.add_all(Delivery(user_id=uid, seq=msg.seq) for uid in recipient_ids)
-        return StoreResult(msg.seq, False)
+        known.update({(snd, mid): seq for snd, mid, seq in rows})
+    fresh: list[NewMessage] = []
+    first: set[tuple[int, str]] = set()
+    for m in items:
+        key = (m.sender_id, m.mid)
+        if key not in known and key not in first:
+            first.add(key)
+            fresh.append(m)
+    if fresh:
+        t = now_ms()
+        rows = await s.execute(
+            insert(Message).returning(Message.seq, sort_by_parameter_order=True),
+            [{"conversation_id": m.conversation_id, "sender_id": m.sender_id, "mid": m.mid, "envelope": m.envelope,
+              "size": len(m.envelope), "created_at_ms": t} for m in fresh],
+        )
+        seqs = [r[0] for r in rows]
+        await s.execute(insert(Delivery), [{"user_id": uid, "seq": seq} for m, seq in zip(fresh, seqs, strict=True)
+                                           for uid in m.recipient_ids])
+        new = {(m.sender_id, m.mid): seq for m, seq in zip(fresh, seqs, strict=True)}
+    else:
+        new = {}
+    out = []
+    for m in items:
+        key = (m.sender_id, m.mid)
+        if key in new:
+            out.append(StoreResult(new.pop(key), False))
+            known[key] = out[-1].seq
+        else:
+            out.append(StoreResult(known[key], True))
+    return out
 
-    return op
+
+def _chunks(seq: list, n: int):
+    for i in range(0, len(seq), n):
+        yield seq[i:i + n]
 
 
 def rotate_keys(
@@ -267,7 +302,7 @@ def ack_up_to(user_id: int, seq: int) -> Callable[[AsyncSession], Awaitable[list
 
 
 # -- the writer -------------------------------------------------------------------------------------
-WriteOp = Callable[[AsyncSession], Awaitable[Any]]
+WriteOp = Callable[[AsyncSession], Awaitable[Any]] | NewMessage
 
 
 class Writer:
@@ -300,8 +335,9 @@ class Writer:
             pass
         self._task = None
 
-    async def run(self, op: Callable[[AsyncSession], Awaitable[T]]) -> T:
-        """Queue ``op`` and wait until its transaction committed; re-raises what ``op`` raised."""
+    async def run(self, op: Callable[[AsyncSession], Awaitable[T]] | NewMessage) -> T:
+        """Queue ``op`` (a write function, or a :class:`NewMessage`, which returns a
+        :class:`StoreResult`) and wait until its transaction committed; re-raises what ``op`` raised."""
         fut: asyncio.Future = asyncio.get_running_loop().create_future()
         await self._queue.put((op, fut))
         return await fut
@@ -323,7 +359,15 @@ class Writer:
     async def _transaction(self, batch: list[tuple[WriteOp, asyncio.Future]]) -> list[Any]:
         async with self._sessions() as session:
             await session.connection(execution_options={"immediate": True})
-            results = [await op(session) for op, _ in batch]
+            results: list[Any] = [None] * len(batch)
+            messages = [(i, op) for i, (op, _) in enumerate(batch) if isinstance(op, NewMessage)]
+            for i, (op, _) in enumerate(batch):
+                if not isinstance(op, NewMessage):
+                    results[i] = await op(session)
+            if messages:
+                stored = await insert_messages(session, [op for _, op in messages])
+                for (i, _), r in zip(messages, stored, strict=True):
+                    results[i] = r
             await session.commit()
             return results
 
