@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -37,10 +38,17 @@ class RelayProcess:
         self.extra_args = extra_args or []
         self.env = env or {}
         self.proc: subprocess.Popen | None = None
+        self.tls_cert = (Path(self.extra_args[self.extra_args.index("--ssl-certfile") + 1])
+                         if "--ssl-certfile" in self.extra_args else None)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        """``http://127.0.0.1:PORT``, or ``https://`` when started with ``--ssl-certfile``."""
+        return f"{'https' if self.tls_cert else 'http'}://127.0.0.1:{self.port}"
+
+    def ssl_context(self) -> ssl.SSLContext | None:
+        """A client context trusting this relay's certificate (None without TLS)."""
+        return ssl.create_default_context(cafile=str(self.tls_cert)) if self.tls_cert else None
 
     def start(self, timeout: float = 30) -> RelayProcess:
         """Start the relay and wait until ``/healthz`` answers.
@@ -61,7 +69,7 @@ class RelayProcess:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"relay exited with {self.proc.returncode}; see {self.data_dir / 'relay.stdout'}")
             try:
-                if httpx2.get(self.url + "/healthz", timeout=1).status_code == 200:
+                if httpx2.get(self.url + "/healthz", timeout=1, verify=self.ssl_context() or True).status_code == 200:
                     return self
             except httpx2.HTTPError:
                 pass
