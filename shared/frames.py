@@ -2,7 +2,7 @@
 
 Every frame is an object with a ``type`` member. Decoding is strict (msgspec): unknown types,
 unknown members, wrong types and missing members raise :class:`FrameInvalid`. See
-docs/PROTOCOL.md §3 for the table of frames and limits.
+docs/PROTOCOL.md §4.3 for the table of frames and limits.
 """
 
 from __future__ import annotations
