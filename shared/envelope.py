@@ -65,6 +65,13 @@ from .errors import (
 )
 from .keys import KEY_ID_LEN, Identity, PublicIdentity, key_id
 
+__all__ = [
+    "ALG", "CEK_BYTES", "CTY", "DEFAULT_MAX_ENVELOPE_BYTES", "DEFAULT_MAX_RECIPIENTS", "ENC", "Header",
+    "MAX_ID_CHARS", "MAX_SAFE_INTEGER", "MESSAGE_ID_BYTES", "NONCE_BYTES", "Opened", "ParsedEnvelope",
+    "SIGNATURE_BYTES", "SIG_CONTEXT", "SenderKeyResolver", "TAG_BYTES", "TYP", "VERSION", "open", "parse", "seal",
+]
+"""The public API: seal, parse, open, their result types and the format's constants."""
+
 ALG = "RSA-OAEP-256"
 ENC = "A256GCM"
 TYP = "e2ee-chat/msg"

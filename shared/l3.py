@@ -70,6 +70,13 @@ from .errors import (
 )
 from .keys import check_wrap_public_key, key_id
 
+__all__ = [
+    "ALG", "C2R", "CHALLENGE_BYTES", "DIRECTIONS", "ENC", "HS_ALG", "HS_TYP", "Header", "HandshakeHeader",
+    "MAX_HANDSHAKE_BYTES", "Opened", "R2C", "SESSION_ID_BYTES", "SESSION_ID_CONTEXT", "SESSION_KEY_BYTES",
+    "Session", "TYP", "VERSION", "accept_handshake", "open", "seal", "session_id", "start_handshake",
+]
+"""The public API: handshake both sides, seal and open, the session type and the format's constants."""
+
 ALG = "dir"
 ENC = "A256GCM"
 TYP = "e2ee-chat/l3"
