@@ -1,0 +1,71 @@
+"""Machine facts recorded with every result: CPU, cores, Python, OpenSSL, library versions."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+import shutil
+import subprocess
+import time
+
+LIBRARIES = ("cryptography", "PyJWT", "msgspec", "starlette", "uvicorn", "websockets", "SQLAlchemy",
+             "aiosqlite", "asyncpg", "redis", "rich", "matplotlib", "httpx2")
+
+
+def cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo ("?" when unknown)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "?"
+
+
+def node_version() -> str | None:
+    """``node --version`` (e.g. "v20.20.2"), or None when node is not on PATH."""
+    node = shutil.which("node")
+    if node is None:
+        return None
+    try:
+        return subprocess.run([node, "--version"], capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def facts() -> dict[str, object]:
+    """CPU model, core count, load average, Python, OpenSSL (as linked by ``cryptography``),
+    library versions, Node.js version and the run's start time (Unix s)."""
+    from cryptography.hazmat.backends.openssl.backend import backend
+
+    libs = {}
+    for name in LIBRARIES:
+        try:
+            libs[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            libs[name] = None
+    try:
+        load = os.getloadavg()
+    except OSError:
+        load = None
+    return {
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "loadavg": load,
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "python_impl": platform.python_implementation(),
+        "openssl": backend.openssl_version_text(),
+        "libraries": libs,
+        "node": node_version(),
+        "started_at": int(time.time()),
+    }
+
+
+def one_line(f: dict) -> str:
+    """A one-line summary of :func:`facts` for the console."""
+    node = f.get("node") or "no node"
+    return f"{f['cpu']} · {f['cores']} cores · Python {f['python']} · {f['openssl']} · Node {node}"

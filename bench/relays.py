@@ -1,0 +1,141 @@
+"""Starting the processes the bench talks to: relays (``python -m server``), a dev certificate,
+a fresh PostgreSQL database, and the CPU time a process has used (/proc/PID/stat)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import socket
+import ssl
+import subprocess
+import sys
+from pathlib import Path
+
+from client_tui.relayproc import RelayProcess
+
+# Cheap argon2id and no rate limits: the bench registers and logs in many users from one address
+# and sends as fast as the relay takes it. Everything else (SQLite synchronous=FULL, INFO logs,
+# queue bounds) stays at the relay's defaults, so what is measured is what users run.
+BENCH_RELAY_ENV = {
+    "E2EE_ARGON2_TIME_COST": "1",
+    "E2EE_ARGON2_MEMORY_KIB": "8192",
+    "E2EE_ARGON2_PARALLELISM": "1",
+    "E2EE_RATE_SENDS_PER_S": "0",
+    "E2EE_RATE_REGISTRATIONS_PER_MIN": "0",
+    "E2EE_RATE_LOGINS_PER_MIN": "0",
+    "E2EE_RATE_KEY_FETCHES_PER_MIN": "0",
+}
+PG_ADMIN_DSN = "postgresql://postgres@127.0.0.1:5432/test"
+REDIS_URL = "redis://127.0.0.1:6379"
+
+
+def level_args(level: int) -> list[str]:
+    """Relay flags for ``level`` (1-3 need ``--demo-level``)."""
+    return [] if level == 4 else ["--level", str(level), "--demo-level"]
+
+
+def start_relay(data_dir: Path, level: int, *, tls: tuple[Path, Path] | None = None, extra: list[str] | None = None,
+                env: dict[str, str] | None = None) -> RelayProcess:
+    """Start a relay at ``level`` on a free port (TLS with ``(cert, key)``); blocks until healthy."""
+    args = level_args(level) + list(extra or [])
+    if tls is not None:
+        args += ["--ssl-certfile", str(tls[0]), "--ssl-keyfile", str(tls[1])]
+    proc = RelayProcess(data_dir, extra_args=args, env={**BENCH_RELAY_ENV, **(env or {})})
+    if tls is not None:
+        return _start_tls(proc)
+    return proc.start(timeout=60)
+
+
+def _start_tls(proc: RelayProcess) -> RelayProcess:
+    """``RelayProcess.start`` polls ``http://``; a TLS relay answers only ``https://``, so poll that."""
+    import time
+
+    import httpx2
+
+    proc.data_dir.mkdir(parents=True, exist_ok=True)
+    out = open(proc.data_dir / "relay.stdout", "ab")  # noqa: SIM115 - owned by the child
+    proc.proc = subprocess.Popen(
+        [sys.executable, "-m", "server", "serve", "--data-dir", str(proc.data_dir), "--port", str(proc.port),
+         *proc.extra_args], stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **proc.env})
+    out.close()
+    deadline = time.monotonic() + 60
+    url = f"https://127.0.0.1:{proc.port}/healthz"
+    while time.monotonic() < deadline:
+        if proc.proc.poll() is not None:
+            raise RuntimeError(f"relay exited with {proc.proc.returncode}; see {proc.data_dir / 'relay.stdout'}")
+        with contextlib.suppress(httpx2.HTTPError):
+            if httpx2.get(url, timeout=1, verify=False).status_code == 200:
+                return proc
+        time.sleep(0.05)
+    proc.stop()
+    raise RuntimeError(f"TLS relay did not answer on {url}")
+
+
+def https_url(proc: RelayProcess) -> str:
+    """The ``https://`` base URL of a relay started with TLS."""
+    return f"https://127.0.0.1:{proc.port}"
+
+
+def dev_cert(folder: Path) -> tuple[Path, Path]:
+    """Write a self-signed certificate for 127.0.0.1 with ``e2ee-relay dev-cert``; returns (cert, key)."""
+    subprocess.run([sys.executable, "-m", "server", "dev-cert", "--data-dir", str(folder)], check=True,
+                   capture_output=True, timeout=60)
+    return folder / "tls" / "cert.pem", folder / "tls" / "key.pem"
+
+
+def client_ssl(cert: Path) -> ssl.SSLContext:
+    """A client TLS context that trusts only ``cert`` (the dev certificate is its own CA)."""
+    return ssl.create_default_context(cafile=str(cert))
+
+
+def relay_help() -> str:
+    """``e2ee-relay --help`` text (to see which options this relay build accepts)."""
+    return subprocess.run([sys.executable, "-m", "server", "--help"], capture_output=True, text=True,
+                          timeout=60).stdout
+
+
+def reachable(host: str, port: int, timeout: float = 0.5) -> bool:
+    """True when a TCP connection to ``host:port`` succeeds within ``timeout`` seconds."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+async def fresh_pg_database(prefix: str = "e2ee_bench") -> tuple[str, str]:
+    """Create an empty PostgreSQL database on 127.0.0.1:5432 (trust auth); returns
+    ``(name, SQLAlchemy asyncpg URL)``. Drop it with :func:`drop_pg_database`."""
+    import asyncpg
+
+    name = f"{prefix}_{secrets.token_hex(4)}"
+    conn = await asyncpg.connect(PG_ADMIN_DSN, timeout=5)
+    try:
+        await conn.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await conn.close()
+    return name, f"postgresql+asyncpg://postgres@127.0.0.1:5432/{name}"
+
+
+async def drop_pg_database(name: str) -> None:
+    """Drop a database made by :func:`fresh_pg_database` (connections are terminated first)."""
+    import asyncpg
+
+    conn = await asyncpg.connect(PG_ADMIN_DSN, timeout=5)
+    try:
+        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await conn.close()
+
+
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time used so far by process ``pid`` (its threads included), in seconds,
+    from fields 14 and 15 of /proc/PID/stat."""
+    with open(f"/proc/{pid}/stat") as f:
+        data = f.read()
+    fields = data[data.rindex(")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / _TICK
