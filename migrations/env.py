@@ -21,6 +21,9 @@ def _configure(connection) -> None:
         compare_type=True,
     )
     with context.begin_transaction():
+        if connection.dialect.name == "postgresql":
+            # Relays starting together: one migrates, the others wait, then find nothing to do.
+            connection.exec_driver_sql("SELECT pg_advisory_xact_lock(7265501)")
         context.run_migrations()
 
 

@@ -162,6 +162,8 @@ async def _load_keys(body: RegisterBody | RotateBody, username: str):
     try:
         wrap = keys.load_wrap_public_key(b64u_decode(body.wrap_key, "wrap_key"), username)
         sign = keys.load_signing_public_key(b64u_decode(body.sign_key, "sign_key"), username)
+    except KeyInvalid:
+        raise  # its precise code (key_size_refused, key_exponent_refused, ...) reaches the client
     except E2EEError as exc:
         raise KeyInvalid(exc.message, field=exc.field) from None
     return keys.PublicIdentity(username, wrap, sign)
@@ -177,6 +179,8 @@ async def metrics(request: Request) -> Response:
         "level": st.settings.level, "stored": m.stored, "checks_s": m.checks_s, "commit_s": m.commit_s,
         "fanout_s": m.fanout_s, "writer_batches": st.writer.batches, "writer_ops": st.writer.ops,
         "connections": len(st.relay.hub.all()),
+        "broker": None if st.relay.broker is None else {
+            "up": st.relay.broker.up, "published": st.relay.broker.published, "received": st.relay.broker.received},
     })
 
 
@@ -420,12 +424,19 @@ def create_app(settings: Settings) -> Starlette:
                         settings.jwt_audience, settings.token_ttl_s, settings.jwt_leeway_s)
         passwords = Passwords(settings.argon2_time_cost, settings.argon2_memory_kib, settings.argon2_parallelism)
         relay = Relay(settings, tokens, sessions, writer)
+        if settings.broker:
+            from .broker import RedisBroker
+
+            relay.broker = RedisBroker(settings.broker, settings.broker_channel, relay)
+            await relay.broker.start()
         app.state.e2ee = State(settings, sessions, writer, tokens, passwords, relay, Limits.from_settings(settings))
         log.info("relay ready level=%d db=%s", settings.level, engine.dialect.name)
         try:
             yield
         finally:
             await relay.shutdown()
+            if relay.broker is not None:
+                await relay.broker.stop()
             await writer.stop()
             await engine.dispose()
             log.info("relay stopped")

@@ -130,6 +130,9 @@ class Hub:
                     n += 1
         return n
 
+    def online(self, user_id: int) -> bool:
+        return user_id in self._conns
+
     def all(self) -> list[Connection]:
         return [c for conns in self._conns.values() for c in conns]
 
@@ -173,6 +176,7 @@ class Relay:
         self.hub = Hub()
         self.metrics = Metrics()
         self._member_cache: dict[str, tuple[float, list[store.MemberKey]]] = {}
+        self.broker = None  # set by the app when --broker is given (server.broker.RedisBroker)
         self.sends = RateLimiter("sends", settings.rate_sends_per_s, settings.rate_sends_burst)
         self.relay_private = settings.resolve_relay_key() if settings.level == 3 else None
         self.relay_key_b64 = (b64u_encode(spki_der(self.relay_private.public_key()))
@@ -394,9 +398,7 @@ class Relay:
         extra = sorted(kids - expected)
         if missing or extra:
             raise RecipientsMismatch(missing, extra)
-        return await self._commit(user, user_id, h.cid, h.mid, raw, members,
-                                  lambda seq: frames.encode(frames.Message(seq, h.cid, user, msgspec.Raw(raw))),
-                                  exclude, t0)
+        return await self._commit(user, user_id, h.cid, h.mid, raw, members, exclude, t0)
 
     async def accept_plain(self, user: str, user_id: int, conversation: str, m: plain.PlainEnvelope,
                            exclude: Connection | None = None) -> frames.Stored:
@@ -413,8 +415,7 @@ class Relay:
             raise SenderMismatch("envelope sender must be the authenticated user", field="snd")
         members = await self._members(m.cid, user_id)
         raw = plain.encode(m)
-        return await self._commit(user, user_id, m.cid, m.mid, raw, members,
-                                  lambda seq: self._message_for(seq, m, raw), exclude, t0)
+        return await self._commit(user, user_id, m.cid, m.mid, raw, members, exclude, t0)
 
     async def _members(self, conversation: str, user_id: int) -> list[store.MemberKey]:
         """Members of ``conversation`` with their current wrap key ids, from a cache that this
@@ -439,38 +440,70 @@ class Relay:
         return members
 
     async def _commit(self, user: str, user_id: int, cid: str, mid: str, raw: bytes,
-                      members: list[store.MemberKey], message_for, exclude: Connection | None,
-                      t0: float) -> frames.Stored:
-        """Store through the writer, then fan out ``message_for(seq)`` to online members."""
+                      members: list[store.MemberKey], exclude: Connection | None, t0: float) -> frames.Stored:
+        """Store through the writer, then fan out to online members here and, through the
+        broker, on other relays."""
         t1 = time.perf_counter()
         result = await self.writer.run(store.NewMessage(cid, user_id, mid, raw, [m.user_id for m in members]))
         t2 = time.perf_counter()
         if result.duplicate:
             log.info("duplicate user=%s seq=%d", user, result.seq)
         else:
-            n = self.hub.deliver([m.user_id for m in members], message_for(result.seq), exclude=exclude)
+            user_ids = [m.user_id for m in members]
+            n = self.hub.deliver(user_ids, self._frame_for(result.seq, cid, user, raw), exclude=exclude)
+            if self.broker is not None:
+                self.broker.publish_message(result.seq, user_ids)
             log.info("stored seq=%d conv=%s from=%s bytes=%d recipients=%d online=%d",
                      result.seq, cid, user, len(raw), len(members), n)
         self.metrics.record(t1 - t0, t2 - t1, time.perf_counter() - t2)
         return frames.Stored(mid, result.seq, cid, result.duplicate)
 
-    def _message_for(self, seq: int, m: plain.PlainEnvelope, raw: bytes) -> bytes | Callable[[Connection], bytes]:
-        """The ``msg`` frame for a stored readable message: the same bytes for every connection
-        (levels 1-2) or one built per connection under its session key (level 3)."""
+    def _frame_for(self, seq: int, cid: str, sender: str, raw: bytes) -> bytes | Callable[[Connection], bytes]:
+        """The ``msg`` frame for a stored envelope: the same bytes for every connection (levels
+        1, 2 and 4), or built per connection under its session key (level 3)."""
         if self.settings.level != 3:
-            return frames.encode(frames.Message(seq, m.cid, m.snd, msgspec.Raw(raw)))
-        return lambda conn: frames.encode(frames.Message(seq, m.cid, m.snd, msgspec.Raw(conn.seal_l3(m))))
+            return frames.encode(frames.Message(seq, cid, sender, msgspec.Raw(raw)))
+        m = plain.parse(raw, max_bytes=len(raw))
+        return lambda conn: frames.encode(frames.Message(seq, cid, sender, msgspec.Raw(conn.seal_l3(m))))
 
-    def forget_members(self, conversation: str | None = None) -> None:
-        """Drop cached member lists: one conversation's, or all (after a key rotation)."""
+    async def deliver_stored(self, seqs: list[int], user_ids: list[int]) -> int:
+        """Deliver already stored messages to those of ``user_ids`` connected to this relay
+        (used for messages stored by another relay). Returns the frames queued."""
+        local = [uid for uid in user_ids if self.hub.online(uid)]
+        if not local:
+            return 0
+        async with self.sessions() as session:
+            rows = await store.messages_by_seq(session, seqs)
+        return sum(self.hub.deliver(local, self._frame_for(m.seq, m.conversation_id, m.sender, m.envelope))
+                   for m in rows)
+
+    async def resync_since(self, since_ms: int) -> int:
+        """After a broker outage: send every connected user what was stored for them since
+        ``since_ms`` (Unix ms); clients drop what they already have by message id."""
+        n = 0
+        for conn in self.hub.all():
+            async with self.sessions() as session:
+                rows = await store.delivered_since(session, conn.user_id, since_ms)
+            for m in rows:
+                data = self._frame_for(m.seq, m.conversation_id, m.sender, m.envelope)
+                n += conn.enqueue(data(conn) if callable(data) else data)
+        return n
+
+    def forget_members(self, conversation: str | None = None, publish: bool = True) -> None:
+        """Drop cached member lists: one conversation's, or all (after a key rotation); other
+        relays are told through the broker unless ``publish`` is False."""
         if conversation is None:
             self._member_cache.clear()
         else:
             self._member_cache.pop(conversation, None)
+        if publish and self.broker is not None:
+            self.broker.publish_forget(conversation)
 
-    def notify(self, user_ids: list[int], event: frames.Event) -> None:
-        """Send an ``event`` frame to every online connection of ``user_ids``."""
+    def notify(self, user_ids: list[int], event: frames.Event, publish: bool = True) -> None:
+        """Send an ``event`` frame to every online connection of ``user_ids`` (on every relay)."""
         self.hub.deliver(sorted(set(user_ids)), frames.encode(event))
+        if publish and self.broker is not None:
+            self.broker.publish_event(sorted(set(user_ids)), event)
 
     async def _send(self, conn: Connection, frame: frames.Send) -> None:
         raw = bytes(frame.envelope)
@@ -512,10 +545,8 @@ class Relay:
         budget = self.settings.send_queue_bytes // 2
         cursor, sent, used = frame.after, 0, 0
         for m in page[:limit]:
-            if conn.session is not None:
-                data = self._message_for(m.seq, plain.parse(m.envelope, max_bytes=len(m.envelope)), m.envelope)(conn)
-            else:
-                data = frames.encode(frames.Message(m.seq, m.conversation_id, m.sender, msgspec.Raw(m.envelope)))
+            data = self._frame_for(m.seq, m.conversation_id, m.sender, m.envelope)
+            data = data(conn) if callable(data) else data
             if sent and used + len(data) > budget:
                 break
             if not conn.enqueue(data):

@@ -28,13 +28,16 @@ class Settings:
     database_url: str = field(
         default="", metadata={"help": "SQLAlchemy async URL; default sqlite+aiosqlite in data_dir"}
     )
+    broker: str = field(default="", metadata={"help": "redis://host:port for fan-out between relays"})
+    broker_channel: str = field(default="e2ee", metadata={"help": "pub/sub channel prefix shared by relays"})
     level: int = field(default=4, metadata={"help": "security level 1-4 (1-3 need --demo-level)"})
     demo_level: bool = field(
         default=False, metadata={"help": "confirm that a level below 4 is a demonstration"}
     )
     migrate_on_start: bool = field(default=True, metadata={"help": "run Alembic upgrade at start"})
     jwt_secret: str = field(
-        default="", metadata={"help": "HS256 secret; default: generated into data_dir/jwt.secret"}
+        default="", metadata={"help": "HS256 secret as >= 64 hex digits (relays behind one load balancer "
+                                      "share it); default: generated into data_dir/jwt.secret"}
     )
     jwt_algorithm: str = field(default="HS256", metadata={"help": "HS256 or EdDSA (Ed25519 key in data_dir)"})
     jwt_issuer: str = field(default="e2ee-chat-relay", metadata={"help": "JWT iss"})
@@ -80,6 +83,12 @@ class Settings:
             raise ValueError("token_ttl_s must be in 1..900")
         if not 0 <= self.jwt_leeway_s <= 5:
             raise ValueError("jwt_leeway_s must be in 0..5")
+        if self.jwt_secret:
+            try:
+                if len(bytes.fromhex(self.jwt_secret)) < 32:
+                    raise ValueError
+            except ValueError:
+                raise ValueError("jwt_secret must be at least 64 hex digits (32 bytes)") from None
         if self.jwt_algorithm not in ("HS256", "EdDSA"):
             raise ValueError("jwt_algorithm must be HS256 or EdDSA")
         if self.log_format not in ("plain", "json"):
@@ -111,7 +120,7 @@ class Settings:
         from cryptography.hazmat.primitives.asymmetric import ed25519
 
         if self.jwt_algorithm == "HS256" and self.jwt_secret:
-            return self.jwt_secret.encode()
+            return bytes.fromhex(self.jwt_secret)
         name = "jwt.secret" if self.jwt_algorithm == "HS256" else "jwt-ed25519.pem"
         path = self.ensure_data_dir() / name
         if not path.exists():

@@ -110,6 +110,30 @@ async def sync_page(session: AsyncSession, user_id: int, after: int, limit: int)
     return [StoredMessage(*r) for r in rows]
 
 
+async def messages_by_seq(session: AsyncSession, seqs: list[int]) -> list[StoredMessage]:
+    """Stored messages with these sequence numbers, in ``seq`` order."""
+    rows = await session.execute(
+        select(Message.seq, Message.conversation_id, User.username, Message.envelope)
+        .join(User, User.id == Message.sender_id)
+        .where(Message.seq.in_(seqs))
+        .order_by(Message.seq)
+    )
+    return [StoredMessage(*r) for r in rows]
+
+
+async def delivered_since(session: AsyncSession, user_id: int, since_ms: int, limit: int = 5000) -> list[StoredMessage]:
+    """Messages for ``user_id`` stored at or after ``since_ms`` (Unix ms), in ``seq`` order."""
+    rows = await session.execute(
+        select(Message.seq, Message.conversation_id, User.username, Message.envelope)
+        .join(Delivery, Delivery.seq == Message.seq)
+        .join(User, User.id == Message.sender_id)
+        .where(Delivery.user_id == user_id, Message.created_at_ms >= since_ms)
+        .order_by(Message.seq)
+        .limit(limit)
+    )
+    return [StoredMessage(*r) for r in rows]
+
+
 # -- writes (run inside the Writer's transaction) ---------------------------------------------------
 def add_user(
     username: str, password_hash: str,

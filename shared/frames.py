@@ -7,6 +7,8 @@ docs/PROTOCOL.md §4.3 for the table of frames and limits.
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import msgspec
 
 from .errors import FrameInvalid
@@ -37,17 +39,21 @@ class Send(msgspec.Struct, tag="send", forbid_unknown_fields=True):
     envelope: msgspec.Raw
 
 
+Seq = Annotated[int, msgspec.Meta(ge=0, le=2**53 - 1)]
+"""A relay sequence number or cursor: 0 .. 2**53-1 (exact in JavaScript, fits every database)."""
+
+
 class Sync(msgspec.Struct, tag="sync", forbid_unknown_fields=True):
     """Ask for stored messages with ``seq > after``, at most ``limit`` (1..500)."""
 
-    after: int = 0
-    limit: int = 200
+    after: Seq = 0
+    limit: Annotated[int, msgspec.Meta(ge=1, le=500)] = 200
 
 
 class Ack(msgspec.Struct, tag="ack", forbid_unknown_fields=True):
     """Recipient acknowledges every message up to and including ``seq``."""
 
-    seq: int
+    seq: Seq
 
 
 class Ping(msgspec.Struct, tag="ping", forbid_unknown_fields=True):

@@ -1,0 +1,179 @@
+"""Cross-relay fan-out over Redis pub/sub (redis-py asyncio), for several relays sharing one
+PostgreSQL database.
+
+After a commit a relay publishes the message's ``seq`` and recipient ids — never the envelope —
+on ``<channel>:fanout``; every other relay loads the envelope from the shared database and
+delivers it to its own connected users. Events (key and membership changes) and member-cache
+invalidations travel the same way. The database stays the source of truth: while Redis is
+unreachable relays keep storing and delivering locally; when it comes back each relay re-sends
+its connected users what was stored since the outage began (clients drop duplicates by message
+id) and asks the other relays to do the same.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+import time
+
+import msgspec
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError
+
+from shared import frames
+
+log = logging.getLogger("e2ee.relay.broker")
+RESYNC_MARGIN_MS = 5000  # clock skew between relays and the time a publish was in flight
+OUTBOX_LIMIT = 100_000
+
+
+class Note(msgspec.Struct, omit_defaults=True):
+    """One pub/sub message. ``k``: msg | event | forget | resync; ``r``: the publishing relay."""
+
+    k: str
+    r: str
+    seq: int = 0
+    u: list[int] = []
+    e: frames.Event | None = None
+    c: str | None = None
+    since: int = 0
+
+
+_decode = msgspec.json.Decoder(Note).decode
+_encode = msgspec.json.Encoder().encode
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class RedisBroker:
+    """Publish after commit, subscribe and deliver what other relays stored.
+
+    Args:
+        url: ``redis://host:port/db``.
+        channel: channel prefix (relays that should see each other use the same one).
+        relay: this process's :class:`server.relay.Relay`.
+    """
+
+    def __init__(self, url: str, channel: str, relay) -> None:
+        self.url = url
+        self.channel = f"{channel}:fanout"
+        self.relay = relay
+        self.relay_id = secrets.token_hex(8)
+        self.up = False
+        self.down_since_ms: int | None = None
+        self.published = 0
+        self.received = 0
+        self._outbox: asyncio.Queue[bytes] = asyncio.Queue(OUTBOX_LIMIT)
+        self._tasks: list[asyncio.Task] = []
+
+    async def start(self) -> None:
+        self._tasks = [asyncio.create_task(self._subscribe(), name="broker-sub"),
+                       asyncio.create_task(self._publish_loop(), name="broker-pub")]
+
+    async def stop(self) -> None:
+        for t in self._tasks:
+            t.cancel()
+        for t in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
+
+    # -- publishing -------------------------------------------------------------------------------
+    def publish_message(self, seq: int, user_ids: list[int]) -> None:
+        """Tell the other relays that ``seq`` was stored for ``user_ids`` (ids only, no payload)."""
+        self._put(Note("msg", self.relay_id, seq=seq, u=user_ids))
+
+    def publish_event(self, user_ids: list[int], event: frames.Event) -> None:
+        self._put(Note("event", self.relay_id, u=user_ids, e=event))
+
+    def publish_forget(self, conversation: str | None) -> None:
+        self._put(Note("forget", self.relay_id, c=conversation))
+
+    def _put(self, note: Note) -> None:
+        if not self.up:
+            self._mark_down()
+            return  # recovered by the resync after the broker comes back
+        try:
+            self._outbox.put_nowait(_encode(note))
+        except asyncio.QueueFull:
+            self._mark_down()
+
+    def _mark_down(self) -> None:
+        if self.down_since_ms is None:
+            self.down_since_ms = _now_ms()
+            log.warning("broker unreachable: storing and delivering locally; will resync")
+        self.up = False
+
+    async def _publish_loop(self) -> None:
+        client = aioredis.Redis.from_url(self.url, socket_timeout=2, socket_connect_timeout=2)
+        try:
+            while True:
+                data = [await self._outbox.get()]
+                while not self._outbox.empty() and len(data) < 500:
+                    data.append(self._outbox.get_nowait())
+                try:
+                    async with client.pipeline(transaction=False) as pipe:
+                        for d in data:
+                            pipe.publish(self.channel, d)
+                        await pipe.execute()
+                    self.published += len(data)
+                except (RedisError, OSError) as exc:
+                    log.warning("broker publish failed (%s): %d notes left to the resync", type(exc).__name__,
+                                len(data))
+                    self._mark_down()
+        finally:
+            await client.aclose()
+
+    # -- subscribing --------------------------------------------------------------------------------
+    async def _subscribe(self) -> None:
+        backoff = 0.2
+        while True:
+            client = aioredis.Redis.from_url(self.url, socket_connect_timeout=2, health_check_interval=2)
+            pubsub = client.pubsub(ignore_subscribe_messages=True)
+            try:
+                await pubsub.subscribe(self.channel)
+                self.up = True
+                backoff = 0.2
+                log.info("broker connected channel=%s relay=%s", self.channel, self.relay_id)
+                if self.down_since_ms is not None:
+                    since, self.down_since_ms = self.down_since_ms - RESYNC_MARGIN_MS, None
+                    self._put(Note("resync", self.relay_id, since=since))
+                    n = await self.relay.resync_since(since)
+                    log.info("broker back: resent %d frames stored since the outage", n)
+                async for msg in pubsub.listen():
+                    if msg.get("type") == "message":
+                        await self._handle(msg["data"])
+            except (RedisError, OSError) as exc:
+                if self.up or self.down_since_ms is None:
+                    log.warning("broker connection lost (%s)", type(exc).__name__)
+                self._mark_down()
+            finally:
+                with contextlib.suppress(Exception):
+                    await pubsub.aclose()
+                    await client.aclose()
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, 5.0)
+
+    async def _handle(self, data: bytes) -> None:
+        try:
+            note = _decode(data)
+        except msgspec.DecodeError:
+            log.warning("broker: ignored a malformed note (%d bytes)", len(data))
+            return
+        if note.r == self.relay_id:
+            return
+        self.received += 1
+        try:
+            if note.k == "msg":
+                await self.relay.deliver_stored([note.seq], note.u)
+            elif note.k == "event" and note.e is not None:
+                self.relay.notify(note.u, note.e, publish=False)
+            elif note.k == "forget":
+                self.relay.forget_members(note.c, publish=False)
+            elif note.k == "resync":
+                await self.relay.resync_since(note.since)
+        except Exception:
+            log.exception("broker: failed to handle a %s note", note.k)
