@@ -68,7 +68,11 @@ class Settings:
     argon2_time_cost: int = field(default=3, metadata={"help": "argon2id passes"})
     argon2_memory_kib: int = field(default=65536, metadata={"help": "argon2id memory, KiB"})
     argon2_parallelism: int = field(default=4, metadata={"help": "argon2id lanes"})
-    sqlite_synchronous: str = field(default="FULL", metadata={"help": "SQLite synchronous pragma"})
+    sqlite_synchronous: str = field(
+        default="NORMAL",
+        metadata={"help": "SQLite synchronous pragma. NORMAL (WAL): an acked message survives a relay crash or "
+                          "kill; FULL also survives an OS crash or power loss, at one fsync per group commit"},
+    )
     ssl_certfile: str = field(default="", metadata={"help": "TLS certificate (PEM); serves https/wss"})
     ssl_keyfile: str = field(default="", metadata={"help": "TLS private key (PEM)"})
     log_format: str = field(default="plain", metadata={"help": "plain or json"})
@@ -91,6 +95,9 @@ class Settings:
                 raise ValueError("jwt_secret must be at least 64 hex digits (32 bytes)") from None
         if self.jwt_algorithm not in ("HS256", "EdDSA"):
             raise ValueError("jwt_algorithm must be HS256 or EdDSA")
+        if self.sqlite_synchronous.upper() not in ("NORMAL", "FULL", "EXTRA"):
+            raise ValueError("sqlite_synchronous must be NORMAL, FULL or EXTRA")
+        self.sqlite_synchronous = self.sqlite_synchronous.upper()
         if self.log_format not in ("plain", "json"):
             raise ValueError("log_format must be plain or json")
 
