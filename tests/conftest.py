@@ -16,7 +16,6 @@ FAST_RELAY_ENV = {
     "E2EE_ARGON2_TIME_COST": "1",
     "E2EE_ARGON2_MEMORY_KIB": "8192",
     "E2EE_ARGON2_PARALLELISM": "1",
-    "E2EE_SQLITE_SYNCHRONOUS": "NORMAL",
 }
 FAST_KDF = {"iterations": 1, "memory_kib": 8192, "lanes": 1}
 TEST_BITS = 2048

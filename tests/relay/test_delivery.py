@@ -138,7 +138,7 @@ async def test_slow_reader_is_disconnected_while_others_continue(make_client, tm
 
 
 async def test_acked_messages_survive_sigkill(make_client, tmp_path):
-    relay = start_relay(tmp_path / "kill", env={"E2EE_SQLITE_SYNCHRONOUS": "FULL"})
+    relay = start_relay(tmp_path / "kill")  # the default synchronous=NORMAL (WAL)
     try:
         alice = await make_client("alice", url=relay.url)
         bob = await make_client("bob", url=relay.url)
