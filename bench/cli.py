@@ -20,7 +20,7 @@ from rich.table import Table
 from . import article, machine
 from . import targets as targets_mod
 
-SUITES = ("primitives", "recipients", "path", "context", "peers", "relay")
+SUITES = ("primitives", "recipients", "path", "cross", "context", "peers", "relay")
 
 
 # -- parameters per suite: (full, quick) ----------------------------------------------------------------
@@ -37,13 +37,15 @@ def suite_params(name: str, args: argparse.Namespace) -> dict:
         return {"levels": (1, 4) if q else (1, 2, 3, 4), "tls_modes": (False,) if q else (False, True),
                 "clients": args.clients or (2 if q else 4), "messages": args.messages or (10 if q else 200),
                 "bits": 2048 if q else args.bits, "relays": args.relays}
+    if name == "cross":  # path --relays 2, as its own suite in a report
+        return {**suite_params("path", args), "levels": (4,), "tls_modes": (False,), "relays": 2}
     if name == "context":
         return {"n": n, "rows": 2000 if q else 100_000}
     if name == "peers":
         return {"n": n, "keygen_n": 1 if q else 4, "bits": args.bits, "sizes": (2048,) if q else (2048, 3072, 4096)}
     if name == "relay":
         return {"clients": args.clients or (6 if q else 50), "messages": args.messages or (10 if q else 200),
-                "bits": 2048 if q else args.bits}
+                "bits": 2048 if q else args.bits, "also_full": not q}
     raise ValueError(name)
 
 
@@ -58,7 +60,7 @@ def run_suite(name: str, params: dict, progress) -> dict:
         from . import recipients
 
         out = recipients.run(progress=progress, **params)
-    elif name == "path":
+    elif name in ("path", "cross"):
         from . import path
 
         out = path.run(progress=progress, **params)
@@ -194,8 +196,9 @@ def print_path(console: Console, r: dict) -> None:
                   _f(s["serialization_ms"]), _f(s["relay_handling_ms"]), _f(s["db_commit_ms"]),
                   _f(s["network_rest_ms"]), _f(c["relay_cpu_ms_per_msg"]), _f(c["ws_ping"]["median_ms"]))
     console.print(t)
-    console.print(f"  L4 crypto floor (seal floor + open floor, RSA-{r['params']['bits']}): "
-                  f"{r['crypto_floor_ms']:.3f} ms")
+    if "crypto_floor_ms" in r:
+        console.print(f"  L4 crypto floor (seal floor + open floor, RSA-{r['params']['bits']}): "
+                      f"{r['crypto_floor_ms']:.3f} ms")
     if "cross_relay_added_p50_ms" in r:
         console.print(f"  cross-relay hop adds {r['cross_relay_added_p50_ms']:.3f} ms at p50")
     for s in r.get("skipped", []):
@@ -235,9 +238,12 @@ def print_relay(console: Console, r: dict) -> None:
     p = r["params"]
     t = _table(f"relay vs bare echo app: {p['clients']} clients x {p['messages']} messages of 1 KB (L4 envelopes, "
                f"RSA-{p['bits']}), window {p['window']}", ["server", "msg/s", "CPU ms/msg", "wall s", "messages"])
-    for k in ("relay", "echo"):
-        s = r[k]
-        t.add_row(k, f"{s['throughput_msgs_per_s']:.0f}", _f(s["cpu_ms_per_msg"]), _f(s["wall_s"], 2),
+    for k in ("relay", "relay_fsync", "echo"):
+        s = r.get(k)
+        if not s:
+            continue
+        label = f"relay (synchronous={s['synchronous']})" if k != "echo" else "echo app"
+        t.add_row(label, f"{s['throughput_msgs_per_s']:.0f}", _f(s["cpu_ms_per_msg"]), _f(s["wall_s"], 2),
                   str(s["messages"]))
     console.print(t)
     rel = r["relay"]
@@ -258,7 +264,7 @@ def print_targets(console: Console, targets: list[dict]) -> None:
     console.print(t)
 
 
-PRINTERS = {"primitives": print_primitives, "recipients": print_recipients, "path": print_path,
+PRINTERS = {"primitives": print_primitives, "recipients": print_recipients, "path": print_path, "cross": print_path,
             "context": print_context, "peers": print_peers, "relay": print_relay}
 
 

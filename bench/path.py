@@ -1,10 +1,11 @@
 """``path``: the whole message path through a real relay process on 127.0.0.1.
 
-For each level (1-4) and TLS off/on: a fresh relay (SQLite, synchronous=FULL, the relay's
-defaults), ``clients`` users in pairs, each pair's sender sending ``messages`` messages of
-``size`` bytes one after another (closed loop: the next leaves when the previous was read), all
-pairs at once. End-to-end latency runs from before sealing at the sender to the decrypted text at
-the receiver (both in this process, one clock). The time is split, as means per message, into:
+For each level (1-4) and TLS off/on: a fresh relay (SQLite with the relay's default
+``synchronous``, and every other default), ``clients`` users in pairs, each pair's sender
+sending ``messages`` messages of ``size`` bytes one after another (closed loop: the next leaves
+when the previous was read), all pairs at once. End-to-end latency runs from before sealing at
+the sender to the decrypted text at the receiver (both in this process, one clock). The time is
+split, as means per message, into:
 
 * client crypto — seal at the sender + open at the receiver (L3: ``l3.seal``/``l3.open``;
   L4: ``envelope.seal`` / ``envelope.open`` after parse),
@@ -178,6 +179,52 @@ async def run_config(level: int, tls: bool, people: list[Identity], messages: in
     }
 
 
+async def jwt_probe(people: list[Identity], workdir: Path, messages: int = 10) -> dict:
+    """Does the relay verify the JWT per websocket message? An L2 relay with 1-second tokens and no
+    leeway: two users connect, their tokens expire, then ``messages`` are sent on the open
+    websocket. If all are stored, the relay verified once at connect and never per message (so
+    the JWT's cost per message is 0). The REST send with the same expired token shows that a
+    per-request path does verify. Returns counts and the REST status."""
+    relay = await asyncio.to_thread(start_relay, workdir / "jwt-probe", 2,
+                                    env={"E2EE_TOKEN_TTL_S": "1", "E2EE_JWT_LEEWAY_S": "0"})
+    try:
+        a, b = (BenchClient(relay.url, p, 2) for p in people[:2])
+        async with httpx2.AsyncClient(base_url=relay.url, timeout=30) as http:
+            await a.register(http)
+            await b.register(http)
+            cid = await a.create_conversation(http, [b.username])
+            await a.connect()
+            await b.connect()
+            registry: dict[str, Timing] = {}
+            a.registry = b.registry = registry
+            await asyncio.sleep(2.2)  # both tokens are now expired
+            from shared import plain
+
+            rest = await http.post(f"/v1/conversations/{cid}/messages", headers={"Authorization": f"Bearer {a.token}"},
+                                   content=plain.encode(plain.make("after expiry", cid, a.username)))
+            stored = 0
+            for i in range(messages):
+                try:
+                    mid, fut = await a.send(cid, f"message {i} after the token expired", [], registry)
+                    await asyncio.wait_for(asyncio.gather(fut, registry[mid].done.wait()), 10)
+                    stored += 1
+                except (RuntimeError, TimeoutError):
+                    pass
+            await a.close()
+            await b.close()
+    finally:
+        await asyncio.to_thread(relay.stop)
+    return {"messages_after_expiry": messages, "stored_and_delivered": stored,
+            "rest_status_expired_token": rest.status_code,
+            "verifications_per_ws_message": 0 if stored == messages else None}
+
+
+def _default_synchronous() -> str:
+    from .relay_load import default_synchronous
+
+    return default_synchronous()
+
+
 def broker_support() -> tuple[bool, str]:
     """Whether this relay build accepts ``--broker`` and the services answer (reason if not)."""
     if "--broker" not in relay_help():
@@ -195,28 +242,30 @@ async def run_async(levels: tuple[int, ...] = (1, 2, 3, 4), tls_modes: tuple[boo
     """Run every configuration; see the module doc. Returns a JSON-ready dict (ms, messages/s)."""
     step = progress or (lambda _label: None)
     clients = max(2, clients - clients % 2)
+    params = {"levels": list(levels), "tls": list(tls_modes), "clients": clients, "messages": messages,
+              "size": size, "bits": bits, "relays": relays, "synchronous": _default_synchronous()}
+    if relays == 2:
+        ok, why = broker_support()
+        if not ok:
+            step(f"skipped --relays 2: {why}")
+            return {"params": params, "configs": [], "skipped": [f"--relays 2: {why}"]}
     step(f"generating {clients} RSA-{bits} identities")
     people = await asyncio.to_thread(lambda: [Identity.generate(f"bench{i:03d}", bits) for i in range(clients)])
     step("crypto floor (L4 primitives, same identities)")
     parts = await asyncio.to_thread(primitives.l4_parts, 200, people, size, 2)
     floor = parts["floors"]["seal_floor_ms"] + parts["floors"]["open_floor_ms"]
-    out: dict = {"params": {"levels": list(levels), "tls": list(tls_modes), "clients": clients, "messages": messages,
-                            "size": size, "bits": bits, "relays": relays},
-                 "crypto_floor_ms": floor, "floors": parts["floors"], "configs": [], "skipped": []}
+    out: dict = {"params": params, "crypto_floor_ms": floor, "floors": parts["floors"], "configs": [], "skipped": []}
     with tempfile.TemporaryDirectory(prefix="e2ee-bench-path-") as tmp:
         work = Path(tmp)
         cert = await asyncio.to_thread(dev_cert, work / "cert") if any(tls_modes) else None
         if relays == 1:
+            step("JWT probe: websocket messages after the token expired")
+            out["jwt_probe"] = await jwt_probe(people, work)
             for level in levels:
                 for tls in tls_modes:
                     step(f"{_config_name(level, tls)}: {clients} clients x {messages} messages")
                     out["configs"].append(await run_config(level, tls, people, messages, size, work, cert))
         else:
-            ok, why = broker_support()
-            if not ok:
-                out["skipped"].append(f"--relays 2: {why}")
-                step(f"skipped --relays 2: {why}")
-                return out
             for topology in ("PG 1 relay", "PG 2 relays"):
                 name, url = await fresh_pg_database()
                 try:

@@ -17,7 +17,7 @@ const subtle = crypto.webcrypto.subtle;
 function stats(samples) {
   const s = [...samples].sort((a, b) => a - b);
   const n = s.length;
-  const pct = (p) => s[Math.min(n - 1, Math.max(0, Math.round((p / 100) * n + 0.5) - 1))];
+  const pct = (p) => s[Math.min(n - 1, Math.max(0, Math.ceil((p / 100) * n) - 1))];
   const median = n % 2 ? s[(n - 1) / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
   return { n, median_ms: median, p95_ms: pct(95), p99_ms: pct(99) };
 }

@@ -15,7 +15,7 @@ from pathlib import Path
 from client_tui.relayproc import RelayProcess
 
 # Cheap argon2id and no rate limits: the bench registers and logs in many users from one address
-# and sends as fast as the relay takes it. Everything else (SQLite synchronous=FULL, INFO logs,
+# and sends as fast as the relay takes it. Everything else (SQLite synchronous, INFO logs,
 # queue bounds) stays at the relay's defaults, so what is measured is what users run.
 BENCH_RELAY_ENV = {
     "E2EE_ARGON2_TIME_COST": "1",

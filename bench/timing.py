@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import math
 import statistics
 import time
 from collections.abc import Awaitable, Callable
@@ -33,7 +34,7 @@ def pct(sorted_ms: list[float], p: float) -> float:
     n = len(sorted_ms)
     if n == 0:
         return float("nan")
-    return sorted_ms[min(n - 1, max(0, int(round(p / 100 * n + 0.5)) - 1))]
+    return sorted_ms[min(n - 1, max(0, math.ceil(p / 100 * n) - 1))]
 
 
 def summarize(samples_ms: list[float]) -> Stats:

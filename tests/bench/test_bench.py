@@ -1,0 +1,146 @@
+"""Smoke tests of ``e2ee-bench``: the ``--quick`` runs finish and write the expected keys.
+
+No timing assertion anywhere: only shapes, presence and internal consistency.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bench import cli, report, targets, timing
+
+STATS_KEYS = {"n", "median_ms", "p95_ms", "p99_ms"}
+
+
+def _is_stats(d) -> bool:
+    return isinstance(d, dict) and STATS_KEYS <= d.keys()
+
+
+def test_report_quick_writes_report_charts_and_json(quick_report):
+    results, out, _proc = quick_report
+    machine = results["machine"]
+    for key in ("cpu", "cores", "python", "openssl", "libraries", "node"):
+        assert key in machine
+    assert machine["libraries"]["cryptography"]
+    text = (out / "REPORT.md").read_text()
+    for heading in ("## 02 Per-message cost", "## 03 One-time costs", "## 04 Encrypt-only",
+                    "## 05 What else costs time", "## 06 Slower devices", "## 07 The whole path",
+                    "## 08 The article's decision table", "## Targets", "## Closing note"):
+        assert heading in text
+    assert "article (quoted)" in text
+    for png in report.CHARTS.values():
+        assert (out / png).stat().st_size > 1000
+        assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_primitives_json_keys(quick_report):
+    prim = quick_report[0]["primitives"]
+    for payload in ("100 B", "1 KB", "10 KB"):
+        assert set(prim["per_request"][payload]) == {"L1", "L2", "L2_rest", "L3", "L4"}
+        assert all(_is_stats(s) for s in prim["per_request"][payload].values())
+    assert {"jwt_sign_hs256", "pyjwt_decode_hs256", "tokens_verify_first", "tokens_verify_repeat"} <= set(
+        prim["jwt"]["rows"])
+    assert {"aes_gcm_encrypt", "aes_gcm_decrypt", "l3_seal", "l3_open", "l4_seal", "l4_open"} <= set(
+        prim["enc_dec_1kb"])
+    assert {"seal_over_floor", "open_over_floor"} == set(prim["l4"]["ratios"])
+    assert any(k.startswith("keygen_") for k in prim["one_time"])
+    assert any(k.startswith("l3_handshake_") for k in prim["one_time"])
+
+
+def test_recipients_json_keys(quick_report):
+    rec = quick_report[0]["recipients"]
+    for per in rec["sizes"].values():
+        assert list(per["rows"]) == [str(n) for n in rec_counts(rec)]
+        for row in per["rows"].values():
+            for key in ("rsa_seal", "rsa_open", "x25519_seal", "x25519_open", "group_seal", "group_open",
+                        "group_rotate", "relay_parse"):
+                assert _is_stats(row[key])
+            assert row["rsa_envelope_bytes"] > 0
+        assert set(per["knees"]) == {"over_1ms", "over_ui_frame", "over_10x_group_key"}
+
+
+def rec_counts(rec):
+    from bench.recipients import recipient_counts
+
+    return recipient_counts(rec["params"]["most"])
+
+
+def test_path_json_keys(quick_report):
+    path = quick_report[0]["path"]
+    assert path["configs"], path.get("skipped")
+    for c in path["configs"]:
+        assert c["messages"] == path["params"]["messages"] * c["pairs"]
+        assert _is_stats(c["e2e"]) and _is_stats(c["ack"])
+        assert set(c["split_mean_ms"]) == {"client_crypto_ms", "serialization_ms", "relay_handling_ms",
+                                           "db_commit_ms", "network_rest_ms"}
+        assert len(c["samples_ms"]) == c["messages"]
+    probe = path["jwt_probe"]
+    assert probe["stored_and_delivered"] == probe["messages_after_expiry"]  # verified once per connection
+    assert probe["rest_status_expired_token"] == 401
+
+
+def test_cross_relay_runs_or_says_why(quick_report):
+    cross = quick_report[0]["cross"]
+    assert cross["configs"] or cross["skipped"]
+    if cross["configs"]:
+        assert "cross_relay_added_p50_ms" in cross
+
+
+def test_context_peers_relay_json_keys(quick_report):
+    results = quick_report[0]
+    ctx = results["context"]["rows"]
+    for key in ("sqlite_indexed", "sqlite_unindexed", "render_50_json_stdlib", "loopback_ws_ping"):
+        assert _is_stats(ctx[key])
+    peers = results["peers"]
+    if "skipped" not in peers:
+        assert set(peers["per_request"]["1 KB"]) == {"L1", "L2", "L3_node", "L3_webcrypto", "L4"}
+        assert {"node_encrypt", "node_decrypt", "webcrypto_encrypt", "webcrypto_encrypt_decrypt"} <= set(
+            peers["enc_dec_1kb"])
+    relay = results["relay"]
+    assert relay["relay"]["acked"] == relay["relay"]["messages"]
+    assert relay["relay"]["in_database"] == relay["relay"]["acked"]
+    assert relay["echo"]["messages"] == relay["relay"]["messages"]
+    assert relay["ratio"] > 0
+
+
+def test_every_target_is_reported(quick_report):
+    results, _out, proc = quick_report
+    ids = {t["id"] for t in results["targets"]}
+    assert ids == {"l4_open", "l4_seal", "l4_e2e", "vs_node", "jwt_ws", "jwt_rest", "relay_vs_echo"}
+    for t in results["targets"]:
+        assert t["met"] in (True, False, None)
+    assert "met" in proc.stdout
+
+
+def test_report_from_json_rewrites_without_running(quick_report, tmp_path):
+    results, _out, _proc = quick_report
+    src = tmp_path / "r.json"
+    src.write_text(json.dumps(results))
+    assert cli.main(["report", "--from", str(src), "--out", str(tmp_path / "again")]) == 0
+    assert (tmp_path / "again" / "REPORT.md").read_text().startswith("# What encryption costs")
+
+
+def test_primitives_subcommand_quick_json(tmp_path):
+    out = tmp_path / "p.json"
+    assert cli.main(["primitives", "--quick", "-n", "20", "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert "primitives" in data and "machine" in data
+    assert {t["id"] for t in data["targets"]} >= {"l4_open", "l4_seal", "jwt_rest"}
+
+
+def test_summarize_percentiles():
+    s = timing.summarize([float(i) for i in range(1, 101)])
+    assert (s.n, s.median, s.p95, s.p99) == (100, 50.5, 95.0, 99.0)
+    assert timing.Stats.from_dict(s.as_dict()) == s
+
+
+def test_targets_without_results_are_not_measured():
+    got = targets.check({})
+    assert got and all(t["met"] is None for t in got)
+
+
+@pytest.mark.parametrize("value,expected", [(None, "-"), (0.01234, "0.0123"), (1.234, "1.23"), (1234.0, "1,234")])
+def test_report_ms_format(value, expected):
+    assert report.ms(value) == expected
