@@ -30,7 +30,7 @@ from shared.errors import (
 
 from . import store
 from .auth import Claims, Passwords, Tokens, bearer_token, canonical_username
-from .db import create_engine, sessionmaker
+from .db import create_engine, create_writer_engine, sessionmaker
 from .limits import RateLimiter
 from .relay import Relay
 from .settings import Settings
@@ -417,8 +417,9 @@ def create_app(settings: Settings) -> Starlette:
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette):
         engine = create_engine(settings.db_url, sqlite_synchronous=settings.sqlite_synchronous)
+        writer_engine = create_writer_engine(settings.db_url, sqlite_synchronous=settings.sqlite_synchronous)
         sessions = sessionmaker(engine)
-        writer = store.Writer(sessions)
+        writer = store.Writer(sessions, writer_engine)
         writer.start()
         tokens = Tokens(settings.jwt_algorithm, settings.resolve_jwt_key(), settings.jwt_issuer,
                         settings.jwt_audience, settings.token_ttl_s, settings.jwt_leeway_s)
@@ -439,6 +440,8 @@ def create_app(settings: Settings) -> Starlette:
                 await relay.broker.stop()
             await writer.stop()
             await engine.dispose()
+            if writer_engine is not None:
+                writer_engine.dispose()
             log.info("relay stopped")
 
     return Starlette(routes=routes, lifespan=lifespan)

@@ -19,8 +19,11 @@ from sqlalchemy import (
     UniqueConstraint,
     event,
 )
+from sqlalchemy import create_engine as sa_create_engine
+from sqlalchemy.engine import Engine
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.pool import SingletonThreadPool
 
 NAMING = {
     "ix": "ix_%(column_0_label)s",
@@ -104,27 +107,38 @@ class Delivery(Base):
     acked_at_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
 
 
-def create_engine(url: str, *, sqlite_synchronous: str = "FULL") -> AsyncEngine:
+def _sqlite_settings(sync: Engine, synchronous: str) -> None:
+    @event.listens_for(sync, "connect")
+    def _on_connect(dbapi_conn, _record) -> None:
+        dbapi_conn.isolation_level = None  # we emit BEGIN ourselves (below)
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute("PRAGMA busy_timeout=10000")
+        cur.execute("PRAGMA foreign_keys=ON")
+        cur.execute(f"PRAGMA synchronous={synchronous}")
+        cur.close()
+
+    @event.listens_for(sync, "begin")
+    def _on_begin(conn) -> None:
+        immediate = conn.get_execution_options().get("immediate", False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+def create_engine(url: str, *, sqlite_synchronous: str = "NORMAL") -> AsyncEngine:
     """Create the async engine for ``url`` with this project's per-connection settings."""
     engine = create_async_engine(url, pool_pre_ping=False)
     if engine.dialect.name == "sqlite":
-        sync = engine.sync_engine
+        _sqlite_settings(engine.sync_engine, sqlite_synchronous)
+    return engine
 
-        @event.listens_for(sync, "connect")
-        def _on_connect(dbapi_conn, _record) -> None:
-            dbapi_conn.isolation_level = None  # we emit BEGIN ourselves (below)
-            cur = dbapi_conn.cursor()
-            cur.execute("PRAGMA journal_mode=WAL")
-            cur.execute("PRAGMA busy_timeout=10000")
-            cur.execute("PRAGMA foreign_keys=ON")
-            cur.execute(f"PRAGMA synchronous={sqlite_synchronous}")
-            cur.close()
 
-        @event.listens_for(sync, "begin")
-        def _on_begin(conn) -> None:
-            immediate = conn.get_execution_options().get("immediate", False)
-            conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
-
+def create_writer_engine(url: str, *, sqlite_synchronous: str = "NORMAL") -> Engine | None:
+    """For SQLite, a sync ``sqlite3`` engine on the same file for the writer thread (one
+    connection, same pragmas); None for other databases (the writer uses the async engine)."""
+    if not url.startswith("sqlite+aiosqlite:"):
+        return None
+    engine = sa_create_engine(url.replace("sqlite+aiosqlite:", "sqlite:", 1), poolclass=SingletonThreadPool)
+    _sqlite_settings(engine, sqlite_synchronous)
     return engine
 
 

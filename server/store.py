@@ -1,7 +1,7 @@
 """Storage: repository functions over the models, and the single writer path (group commit).
 
-Reads use short sessions of their own. Every write goes through :class:`Writer`, one asyncio task
-that takes all writes queued at that moment and commits them in one transaction (group commit).
+Reads use short async sessions of their own. Every write goes through :class:`Writer`, one asyncio
+task that takes all writes queued at that moment and commits them in one transaction (group commit).
 If a batch fails, each write in it is retried alone so one bad write never fails another.
 """
 
@@ -11,12 +11,16 @@ import asyncio
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from sqlalchemy import and_, insert, select, tuple_, update
+from sqlalchemy.engine import Engine
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.orm import Session
+from sqlalchemy.orm import sessionmaker as SyncSessionmaker
 
 from shared.b64 import b64u_encode
 from shared.errors import Conflict, NotFound
@@ -134,25 +138,25 @@ async def delivered_since(session: AsyncSession, user_id: int, since_ms: int, li
     return [StoredMessage(*r) for r in rows]
 
 
-# -- writes (run inside the Writer's transaction) ---------------------------------------------------
+# -- writes (plain functions of a sync Session, run inside the Writer's transaction) -----------------
 def add_user(
     username: str, password_hash: str,
     wrap_kid: str, wrap_der: bytes, sign_kid: str, sign_der: bytes,
-) -> Callable[[AsyncSession], Awaitable[int]]:
+) -> Callable[[Session], int]:
     """A write op creating a user with its first keys; returns the user id.
 
     Raises (when run):
         Conflict: the username or the wrap key is taken.
     """
 
-    async def op(s: AsyncSession) -> int:
-        if await get_user(s, username) is not None:
+    def op(s: Session) -> int:
+        if s.execute(select(User.id).where(User.username == username)).first():
             raise Conflict(f"username {username!r} is taken", field="username")
-        if (await s.execute(select(UserKey.id).where(UserKey.wrap_kid == wrap_kid))).first():
+        if s.execute(select(UserKey.id).where(UserKey.wrap_kid == wrap_kid)).first():
             raise Conflict("this wrap key is already registered", field="wrap_key")
         user = User(username=username, password_hash=password_hash, created_at_ms=now_ms())
         s.add(user)
-        await s.flush()
+        s.flush()
         s.add(UserKey(
             user_id=user.id, wrap_kid=wrap_kid, wrap_key=wrap_der, sign_kid=sign_kid,
             sign_key=sign_der, current=True, created_at_ms=now_ms(),
@@ -162,14 +166,14 @@ def add_user(
     return op
 
 
-def add_conversation(creator_id: int, title: str, member_ids: list[int]) -> Callable[[AsyncSession], Awaitable[str]]:
+def add_conversation(creator_id: int, title: str, member_ids: list[int]) -> Callable[[Session], str]:
     """A write op creating a conversation (random 128-bit id) with its members; returns the id."""
 
-    async def op(s: AsyncSession) -> str:
+    def op(s: Session) -> str:
         cid = b64u_encode(secrets.token_bytes(16))
         t = now_ms()
         s.add(Conversation(id=cid, title=title, created_by=creator_id, created_at_ms=t))
-        await s.flush()
+        s.flush()
         s.add_all(Member(conversation_id=cid, user_id=uid, joined_at_ms=t) for uid in sorted(set(member_ids)))
         return cid
 
@@ -194,7 +198,7 @@ class NewMessage:
     recipient_ids: list[int]
 
 
-async def insert_messages(s: AsyncSession, items: list[NewMessage]) -> list[StoreResult]:
+def insert_messages(s: Session, items: list[NewMessage]) -> list[StoreResult]:
     """Store ``items`` in one transaction, in order; one delivery row per recipient.
 
     Idempotent: a (sender, mid) already stored, or repeated within ``items``, returns the first
@@ -203,7 +207,7 @@ async def insert_messages(s: AsyncSession, items: list[NewMessage]) -> list[Stor
     keys = {(m.sender_id, m.mid) for m in items}
     known: dict[tuple[int, str], int] = {}
     for chunk in _chunks(sorted(keys), 400):
-        rows = await s.execute(
+        rows = s.execute(
             select(Message.sender_id, Message.mid, Message.seq).where(tuple_(Message.sender_id, Message.mid).in_(chunk))
         )
         known.update({(snd, mid): seq for snd, mid, seq in rows})
@@ -216,13 +220,13 @@ async def insert_messages(s: AsyncSession, items: list[NewMessage]) -> list[Stor
             fresh.append(m)
     if fresh:
         t = now_ms()
-        rows = await s.execute(
+        rows = s.execute(
             insert(Message).returning(Message.seq, sort_by_parameter_order=True),
             [{"conversation_id": m.conversation_id, "sender_id": m.sender_id, "mid": m.mid, "envelope": m.envelope,
               "size": len(m.envelope), "created_at_ms": t} for m in fresh],
         )
         seqs = [r[0] for r in rows]
-        await s.execute(insert(Delivery), [{"user_id": uid, "seq": seq} for m, seq in zip(fresh, seqs, strict=True)
+        s.execute(insert(Delivery), [{"user_id": uid, "seq": seq} for m, seq in zip(fresh, seqs, strict=True)
                                            for uid in m.recipient_ids])
         new = {(m.sender_id, m.mid): seq for m, seq in zip(fresh, seqs, strict=True)}
     else:
@@ -245,17 +249,17 @@ def _chunks(seq: list, n: int):
 
 def rotate_keys(
     user_id: int, wrap_kid: str, wrap_der: bytes, sign_kid: str, sign_der: bytes, rotation_sig: bytes
-) -> Callable[[AsyncSession], Awaitable[None]]:
+) -> Callable[[Session], None]:
     """A write op replacing ``user_id``'s current keys (history is kept).
 
     Raises (when run):
         Conflict: the new wrap key is already registered.
     """
 
-    async def op(s: AsyncSession) -> None:
-        if (await s.execute(select(UserKey.id).where(UserKey.wrap_kid == wrap_kid))).first():
+    def op(s: Session) -> None:
+        if s.execute(select(UserKey.id).where(UserKey.wrap_kid == wrap_kid)).first():
             raise Conflict("this wrap key is already registered", field="wrap_key")
-        await s.execute(update(UserKey).where(UserKey.user_id == user_id).values(current=False))
+        s.execute(update(UserKey).where(UserKey.user_id == user_id).values(current=False))
         s.add(UserKey(
             user_id=user_id, wrap_kid=wrap_kid, wrap_key=wrap_der, sign_kid=sign_kid, sign_key=sign_der,
             current=True, created_at_ms=now_ms(), rotation_sig=rotation_sig,
@@ -281,32 +285,32 @@ async def peers_of(session: AsyncSession, user_id: int) -> list[int]:
 
 def change_members(
     conversation_id: str, add: list[int], remove: list[int]
-) -> Callable[[AsyncSession], Awaitable[None]]:
+) -> Callable[[Session], None]:
     """A write op adding and removing members of a conversation (idempotent)."""
 
-    async def op(s: AsyncSession) -> None:
-        present = set((await s.execute(
-            select(Member.user_id).where(Member.conversation_id == conversation_id))).scalars())
+    def op(s: Session) -> None:
+        present = set(s.execute(
+            select(Member.user_id).where(Member.conversation_id == conversation_id)).scalars())
         t = now_ms()
         s.add_all(Member(conversation_id=conversation_id, user_id=uid, joined_at_ms=t)
                   for uid in sorted(set(add) - present))
         gone = sorted(set(remove) & present)
         if gone:
-            await s.execute(Member.__table__.delete().where(
+            s.execute(Member.__table__.delete().where(
                 Member.conversation_id == conversation_id, Member.user_id.in_(gone)))
 
     return op
 
 
-def ack_up_to(user_id: int, seq: int) -> Callable[[AsyncSession], Awaitable[list[tuple[int, int]]]]:
+def ack_up_to(user_id: int, seq: int) -> Callable[[Session], list[tuple[int, int]]]:
     """A write op marking ``user_id``'s deliveries with ``seq <= seq`` acknowledged.
 
     Returns ``[(seq, sender_id)]`` newly acknowledged (for delivered receipts).
     """
 
-    async def op(s: AsyncSession) -> list[tuple[int, int]]:
+    def op(s: Session) -> list[tuple[int, int]]:
         rows = (
-            await s.execute(
+            s.execute(
                 select(Delivery.seq, Message.sender_id)
                 .join(Message, Message.seq == Delivery.seq)
                 .where(Delivery.user_id == user_id, Delivery.seq <= seq, Delivery.acked_at_ms.is_(None))
@@ -315,7 +319,7 @@ def ack_up_to(user_id: int, seq: int) -> Callable[[AsyncSession], Awaitable[list
             )
         ).all()
         if rows:
-            await s.execute(
+            s.execute(
                 update(Delivery)
                 .where(Delivery.user_id == user_id, Delivery.seq.in_([r[0] for r in rows]))
                 .values(acked_at_ms=now_ms())
@@ -326,18 +330,25 @@ def ack_up_to(user_id: int, seq: int) -> Callable[[AsyncSession], Awaitable[list
 
 
 # -- the writer -------------------------------------------------------------------------------------
-WriteOp = Callable[[AsyncSession], Awaitable[Any]] | NewMessage
+WriteOp = Callable[[Session], Any] | NewMessage
 
 
 class Writer:
     """The single write path. ``await writer.run(op)`` returns after ``op`` is committed.
 
     Ops queued while a transaction runs are committed together in the next one (group commit,
-    at most ``max_batch`` ops). On SQLite the transaction starts with BEGIN IMMEDIATE.
+    at most ``max_batch`` ops). Ops are plain functions of a sync :class:`Session`:
+
+    * SQLite: the whole batch runs in one dedicated thread on a sync ``sqlite3`` engine, as one
+      ``BEGIN IMMEDIATE`` transaction (one thread hop per batch instead of one per statement);
+    * other databases (PostgreSQL/asyncpg): the batch runs through the async session with
+      ``run_sync``.
     """
 
-    def __init__(self, sessions: async_sessionmaker, max_batch: int = 256) -> None:
+    def __init__(self, sessions: async_sessionmaker, sync_engine: Engine | None = None, max_batch: int = 256) -> None:
         self._sessions = sessions
+        self._sync_sessions = SyncSessionmaker(sync_engine, expire_on_commit=False) if sync_engine else None
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="db-writer") if sync_engine else None
         self._queue: asyncio.Queue[tuple[WriteOp, asyncio.Future]] = asyncio.Queue()
         self._max_batch = max_batch
         self._task: asyncio.Task | None = None
@@ -358,10 +369,13 @@ class Writer:
         except asyncio.CancelledError:
             pass
         self._task = None
+        if self._thread is not None:
+            self._thread.shutdown(wait=True)
 
-    async def run(self, op: Callable[[AsyncSession], Awaitable[T]] | NewMessage) -> T:
-        """Queue ``op`` (a write function, or a :class:`NewMessage`, which returns a
-        :class:`StoreResult`) and wait until its transaction committed; re-raises what ``op`` raised."""
+    async def run(self, op: Callable[[Session], T] | NewMessage) -> T:
+        """Queue ``op`` (a write function of a sync Session, or a :class:`NewMessage`, which
+        returns a :class:`StoreResult`) and wait until its transaction committed; re-raises what
+        ``op`` raised."""
         fut: asyncio.Future = asyncio.get_running_loop().create_future()
         await self._queue.put((op, fut))
         return await fut
@@ -380,18 +394,31 @@ class Writer:
                 for _ in batch:
                     self._queue.task_done()
 
+    @staticmethod
+    def _body(session: Session, ops: list[WriteOp]) -> list[Any]:
+        results: list[Any] = [None] * len(ops)
+        messages = [(i, op) for i, op in enumerate(ops) if isinstance(op, NewMessage)]
+        for i, op in enumerate(ops):
+            if not isinstance(op, NewMessage):
+                results[i] = op(session)
+        if messages:
+            for (i, _), r in zip(messages, insert_messages(session, [op for _, op in messages]), strict=True):
+                results[i] = r
+        return results
+
+    def _sync_transaction(self, ops: list[WriteOp]) -> list[Any]:
+        with self._sync_sessions() as session:
+            session.connection(execution_options={"immediate": True})
+            results = self._body(session, ops)
+            session.commit()
+            return results
+
     async def _transaction(self, batch: list[tuple[WriteOp, asyncio.Future]]) -> list[Any]:
+        ops = [op for op, _ in batch]
+        if self._thread is not None:
+            return await asyncio.get_running_loop().run_in_executor(self._thread, self._sync_transaction, ops)
         async with self._sessions() as session:
-            await session.connection(execution_options={"immediate": True})
-            results: list[Any] = [None] * len(batch)
-            messages = [(i, op) for i, (op, _) in enumerate(batch) if isinstance(op, NewMessage)]
-            for i, (op, _) in enumerate(batch):
-                if not isinstance(op, NewMessage):
-                    results[i] = await op(session)
-            if messages:
-                stored = await insert_messages(session, [op for _, op in messages])
-                for (i, _), r in zip(messages, stored, strict=True):
-                    results[i] = r
+            results = await session.run_sync(self._body, ops)
             await session.commit()
             return results
 
