@@ -456,7 +456,8 @@ def open(  # noqa: A001 - the module's public verb, used as l3.open(...)
         raise UnsupportedAlgorithm(f"typ/v must be {TYP}/{VERSION}", field="typ")
     if parts[1]:
         raise EnvelopeMalformed("with alg 'dir' the encrypted key part is empty", field="encrypted_key")
-    if not hmac.compare_digest(h.kid, session.id):
+    # compare bytes: compare_digest raises TypeError for str with non-ASCII characters
+    if not hmac.compare_digest(h.kid.encode("utf-8", "surrogatepass"), session.id.encode("ascii")):
         raise SessionMismatch("the envelope belongs to another session", field="kid")
     if h.dir not in DIRECTIONS:
         raise EnvelopeMalformed("dir must be 'c2r' or 'r2c'", field="dir")
