@@ -65,6 +65,11 @@ def main(argv: list[str] | None = None) -> int:
     from .app import create_app
 
     app = create_app(settings)
+    asgi = app
+    if settings.hostile:  # tests and demonstrations only: a relay that lies to its clients
+        from .hostile import HostileRelay
+
+        asgi = HostileRelay(settings, app)
 
     class RelayServer(uvicorn.Server):
         """uvicorn, but websockets are closed by the relay with 1001 before uvicorn's own shutdown."""
@@ -76,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
             await super().shutdown(sockets)
 
     config = uvicorn.Config(
-        app,
+        asgi,
         host=settings.host,
         port=settings.port,
         log_config=log_config,

@@ -32,7 +32,11 @@ class Settings:
     broker_channel: str = field(default="e2ee", metadata={"help": "pub/sub channel prefix shared by relays"})
     level: int = field(default=4, metadata={"help": "security level 1-4 (1-3 need --demo-level)"})
     demo_level: bool = field(
-        default=False, metadata={"help": "confirm that a level below 4 is a demonstration"}
+        default=False, metadata={"help": "confirm a demonstration setting: a level below 4, or --hostile"}
+    )
+    hostile: str = field(
+        default="", metadata={"help": "tests and demonstrations only: attack this relay's own clients in MODE "
+                                      "(MODE[:ARG], see server/hostile.py); needs --demo-level"}
     )
     migrate_on_start: bool = field(default=True, metadata={"help": "run Alembic upgrade at start"})
     jwt_secret: str = field(
@@ -83,6 +87,13 @@ class Settings:
             raise ValueError("level must be 1, 2, 3 or 4")
         if self.level < 4 and not self.demo_level:
             raise ValueError("levels 1-3 are demonstrations: add --demo-level to confirm")
+        if self.hostile:
+            if not self.demo_level:
+                raise ValueError("--hostile makes the relay attack its own clients (tests and demonstrations "
+                                 "only): add --demo-level to confirm")
+            from .hostile import check
+
+            check(self.hostile, self.db_url)
         if not 0 < self.token_ttl_s <= 900:
             raise ValueError("token_ttl_s must be in 1..900")
         if not 0 <= self.jwt_leeway_s <= 5:
