@@ -1,7 +1,9 @@
 """Logging for the relay: plain or JSON lines, to stderr and ``data_dir/relay.log``.
 
-Log lines carry ids and sizes only. A filter removes query strings from every record (uvicorn
-logs request paths), so a token someone put in a URL never reaches a log.
+Log lines carry ids and sizes only. A filter on every handler removes what could carry a
+credential, whatever library logged it: query strings (uvicorn logs request paths, and a token
+someone put in a URL must never reach a log), ``Authorization`` header values (websockets logs
+request headers at DEBUG) and anything shaped like a JWT.
 """
 
 from __future__ import annotations
@@ -12,18 +14,29 @@ import re
 import time
 from pathlib import Path
 
-_QUERY = re.compile(r"\?[^\s\"']*")
+_SECRETS = [
+    (re.compile(r"\?[^\s\"']*"), "?[redacted]"),  # query strings
+    (re.compile(r"(?i)(authorization:?\s*)[^\r\n\"']*"), r"\1[redacted]"),  # header values
+    (re.compile(r"(?i)bearer\s+[^\s\"']+"), "Bearer [redacted]"),
+    (re.compile(r"eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*"), "[redacted-jwt]"),  # JWS compact
+]
 
 
-class RedactQuery(logging.Filter):
-    """Drop the query string of any URL or path in a record's message and arguments."""
+def redact(text: str) -> str:
+    """``text`` without query strings, Authorization values, bearer tokens or JWTs."""
+    for pattern, repl in _SECRETS:
+        text = pattern.sub(repl, text)
+    return text
+
+
+class Redact(logging.Filter):
+    """Apply :func:`redact` to a record's formatted message (every library's records)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.args:
-            args = record.args if isinstance(record.args, tuple) else (record.args,)
-            record.args = tuple(_QUERY.sub("?[redacted]", a) if isinstance(a, str) else a for a in args)
-        if isinstance(record.msg, str) and "?" in record.msg:
-            record.msg = _QUERY.sub("?[redacted]", record.msg)
+        message = record.getMessage()
+        cleaned = redact(message)
+        if cleaned != message:
+            record.msg, record.args = cleaned, None
         return True
 
 
@@ -46,7 +59,7 @@ def setup(data_dir: Path, fmt: str = "plain", level: str = "INFO") -> dict:
         root.removeHandler(h)
     for h in handlers:
         h.setFormatter(formatter)
-        h.addFilter(RedactQuery())
+        h.addFilter(Redact())
         root.addHandler(h)
     root.setLevel(level)
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):

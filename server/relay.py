@@ -176,6 +176,8 @@ class Relay:
         self.hub = Hub()
         self.metrics = Metrics()
         self._member_cache: dict[str, tuple[float, list[store.MemberKey]]] = {}
+        self._member_loading: dict[str, asyncio.Future] = {}
+        self._member_generation = 0
         self.broker = None  # set by the app when --broker is given (server.broker.RedisBroker)
         self.sends = RateLimiter("sends", settings.rate_sends_per_s, settings.rate_sends_burst)
         self.relay_private = settings.resolve_relay_key() if settings.level == 3 else None
@@ -430,11 +432,13 @@ class Relay:
         if hit is not None and hit[0] > now:
             members = hit[1]
         else:
-            async with self.sessions() as session:
-                members = await store.member_keys(session, conversation)
-            if len(self._member_cache) >= 50_000:
-                self._member_cache.clear()
-            self._member_cache[conversation] = (now + self.settings.member_cache_s, members)
+            loading = self._member_loading.get(conversation)
+            if loading is None:  # one query per conversation, however many sends wait for it
+                loading = self._member_loading[conversation] = asyncio.ensure_future(self._load_members(conversation))
+                loading.add_done_callback(
+                    lambda f: self._member_loading.pop(conversation, None) if self._member_loading.get(
+                        conversation) is f else None)
+            members = await asyncio.shield(loading)
         if not any(m.user_id == user_id for m in members):
             raise Forbidden("not a member of this conversation", field="conversation")
         return members
@@ -447,13 +451,13 @@ class Relay:
         result = await self.writer.run(store.NewMessage(cid, user_id, mid, raw, [m.user_id for m in members]))
         t2 = time.perf_counter()
         if result.duplicate:
-            log.info("duplicate user=%s seq=%d", user, result.seq)
+            log.debug("duplicate user=%s seq=%d", user, result.seq)
         else:
             user_ids = [m.user_id for m in members]
             n = self.hub.deliver(user_ids, self._frame_for(result.seq, cid, user, raw), exclude=exclude)
             if self.broker is not None:
                 self.broker.publish_message(result.seq, user_ids)
-            log.info("stored seq=%d conv=%s from=%s bytes=%d recipients=%d online=%d",
+            log.debug("stored seq=%d conv=%s from=%s bytes=%d recipients=%d online=%d",
                      result.seq, cid, user, len(raw), len(members), n)
         self.metrics.record(t1 - t0, t2 - t1, time.perf_counter() - t2)
         return frames.Stored(mid, result.seq, cid, result.duplicate)
@@ -489,13 +493,26 @@ class Relay:
                 n += conn.enqueue(data(conn) if callable(data) else data)
         return n
 
+    async def _load_members(self, conversation: str) -> list[store.MemberKey]:
+        generation = self._member_generation
+        async with self.sessions() as session:
+            members = await store.member_keys(session, conversation)
+        if generation == self._member_generation:  # not invalidated while the query ran
+            if len(self._member_cache) >= 50_000:
+                self._member_cache.clear()
+            self._member_cache[conversation] = (time.monotonic() + self.settings.member_cache_s, members)
+        return members
+
     def forget_members(self, conversation: str | None = None, publish: bool = True) -> None:
         """Drop cached member lists: one conversation's, or all (after a key rotation); other
         relays are told through the broker unless ``publish`` is False."""
+        self._member_generation += 1
         if conversation is None:
             self._member_cache.clear()
+            self._member_loading.clear()
         else:
             self._member_cache.pop(conversation, None)
+            self._member_loading.pop(conversation, None)
         if publish and self.broker is not None:
             self.broker.publish_forget(conversation)
 

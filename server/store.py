@@ -220,13 +220,15 @@ def insert_messages(s: Session, items: list[NewMessage]) -> list[StoreResult]:
             fresh.append(m)
     if fresh:
         t = now_ms()
-        rows = s.execute(
-            insert(Message).returning(Message.seq, sort_by_parameter_order=True),
+        conn = s.connection()  # Core statements: no ORM bulk-persistence work per row
+        messages, deliveries = Message.__table__, Delivery.__table__
+        rows = conn.execute(
+            insert(messages).returning(messages.c.seq, sort_by_parameter_order=True),
             [{"conversation_id": m.conversation_id, "sender_id": m.sender_id, "mid": m.mid, "envelope": m.envelope,
               "size": len(m.envelope), "created_at_ms": t} for m in fresh],
         )
         seqs = [r[0] for r in rows]
-        s.execute(insert(Delivery), [{"user_id": uid, "seq": seq} for m, seq in zip(fresh, seqs, strict=True)
+        conn.execute(insert(deliveries), [{"user_id": uid, "seq": seq} for m, seq in zip(fresh, seqs, strict=True)
                                            for uid in m.recipient_ids])
         new = {(m.sender_id, m.mid): seq for m, seq in zip(fresh, seqs, strict=True)}
     else:

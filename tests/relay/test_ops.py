@@ -53,7 +53,7 @@ async def test_tls_with_the_dev_certificate(tmp_path):
 
 
 async def test_json_logs_carry_ids_and_sizes_only(tmp_path, make_client):
-    relay = start_relay(tmp_path / "jsonlog", "--log-format", "json")
+    relay = start_relay(tmp_path / "jsonlog", "--log-format", "json", "--log-level", "DEBUG")
     try:
         alice = await make_client("alice", url=relay.url)
         await make_client("bob", url=relay.url)

@@ -50,3 +50,18 @@ def test_usernames_are_nfkc_casefolded(raw, canonical):
 def test_bad_usernames_are_refused(raw):
     with pytest.raises(InvalidRequest):
         canonical_username(raw)
+
+
+@pytest.mark.parametrize("line", [
+    "< authorization: Bearer {t}",
+    "Authorization: {t}",
+    '127.0.0.1:5 - "WebSocket /v1/ws?token={t}" 403',
+    "got {t} from somewhere",
+])
+def test_log_redaction_removes_every_form_of_a_token(line):
+    from server.logs import redact
+
+    tokens = Tokens("HS256", os.urandom(32), "iss", "aud", ttl_s=60, leeway_s=0)
+    token, _ = tokens.issue("alice")
+    out = redact(line.format(t=token))
+    assert token.split(".")[2] not in out and token.split(".")[1] not in out
