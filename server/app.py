@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from dataclasses import dataclass
 
 import msgspec
@@ -171,14 +172,16 @@ async def _load_keys(body: RegisterBody | RotateBody, username: str):
 
 @handler
 async def metrics(request: Request) -> Response:
-    """Counters for the bench and operators: messages stored, cumulative relay time per phase (s),
-    writer batches and ops (ops / batches = the group-commit factor), connections online."""
+    """Counters for the bench and operators: messages stored, cumulative relay time per phase (s;
+    level-3 decryption counts as checks), writer batches and ops (ops / batches = the group-commit
+    factor), connections online, the relay process's CPU time (s)."""
     st = _state(request)
     m = st.relay.metrics
     return _json({
         "level": st.settings.level, "stored": m.stored, "checks_s": m.checks_s, "commit_s": m.commit_s,
         "fanout_s": m.fanout_s, "writer_batches": st.writer.batches, "writer_ops": st.writer.ops,
         "connections": len(st.relay.hub.all()),
+        "process_cpu_s": time.process_time(),
         "broker": None if st.relay.broker is None else {
             "up": st.relay.broker.up, "published": st.relay.broker.published, "received": st.relay.broker.received},
     })
