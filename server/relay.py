@@ -43,6 +43,7 @@ log = logging.getLogger("e2ee.relay")
 CLOSE_AUTH = 1008
 CLOSE_SLOW = 1013
 CLOSE_GOING_AWAY = 1001
+CLOSE_TOKEN_EXPIRED = 4401  # the connection's token expired: renew (before expiry) or log in, reconnect
 MAX_BAD_FRAMES = 20
 SYNC_MAX_LIMIT = 500
 
@@ -61,6 +62,7 @@ class Connection:
     closing: str | None = None  # why the relay closes it (None: open, or closed by the peer)
     close_code: int = CLOSE_GOING_AWAY
     session: l3.Session | None = None  # level 3: the session key shared with this client
+    expiry: asyncio.TimerHandle | None = None  # closes the connection when its token expires
     c2r_seq: int = 0  # level 3: last sequence number received from the client
     r2c_seq: int = 0  # level 3: last sequence number sent to the client
 
@@ -230,9 +232,9 @@ class Relay:
                 auth = await self._first_frame(ws, peer)
                 if auth is None:
                     return
-                subject, session = await self._authenticate(auth, claims, challenge)
+                subject, session, expires = await self._authenticate(auth, claims, challenge)
             else:
-                subject = claims.sub
+                subject, expires = claims.sub, claims.exp
             async with self.sessions() as db:
                 user = await store.get_user(db, subject)
             if user is None:
@@ -244,6 +246,7 @@ class Relay:
             return
         conn = Connection(ws, user.username, user.id, self.settings.send_queue_frames,
                           self.settings.send_queue_bytes, session=session)
+        self._expire_at(conn, expires)
         try:
             await ws.send_text(frames.encode(frames.Ready(user.username)).decode())
         except WebSocketDisconnect:
@@ -255,6 +258,8 @@ class Relay:
             await self._read_loop(conn, pump)
         finally:
             self.hub.remove(conn)
+            if conn.expiry is not None:
+                conn.expiry.cancel()
             if not pump.done():
                 conn.queue.put_nowait(None)  # peer went away: stop the pump
                 with contextlib.suppress(Exception):
@@ -272,8 +277,30 @@ class Relay:
             relay_key=self.relay_key_b64,
         )).decode()
 
+    def _expire_at(self, conn: Connection, exp: int | None) -> None:
+        """Close ``conn`` with 4401 when its token expires (``exp``, Unix s, plus the leeway),
+        unless an ``auth`` frame with a fresh token for the same user comes first."""
+        if conn.expiry is not None:
+            conn.expiry.cancel()
+            conn.expiry = None
+        if exp is not None:
+            delay = max(0.0, exp + self.settings.jwt_leeway_s - time.time())
+            conn.expiry = asyncio.get_running_loop().call_later(
+                delay, conn.close, CLOSE_TOKEN_EXPIRED, "token expired: renew before expiry, or log in and reconnect")
+
+    def _renew(self, conn: Connection, auth: frames.Auth) -> None:
+        """An ``auth`` frame on an open connection: a fresh token for the same user extends it."""
+        if self.settings.level == 1:
+            raise FrameInvalid("level 1 has no tokens to renew", field="type")
+        claims = self.tokens.verify(auth.token)
+        if claims.sub != conn.user:
+            raise AuthFailed("the new token is for another user", field="sub")
+        self._expire_at(conn, claims.exp)
+        conn.enqueue(frames.encode(frames.Ready(conn.user)))
+
     async def _authenticate(self, auth: frames.Auth, claims, challenge: bytes | None):
-        """``(username, l3 session or None)`` for a first ``auth`` frame at this relay's level.
+        """``(username, l3 session or None, token exp or None)`` for a first ``auth`` frame at
+        this relay's level.
 
         Raises:
             AuthFailed; at level 3 the handshake's errors (UnwrapFailed, ChallengeMismatch, ...).
@@ -282,16 +309,16 @@ class Relay:
         if level == 1:
             if not auth.user:
                 raise AuthFailed("level 1: the auth frame names the user", field="user")
-            return auth.user, None
+            return auth.user, None, None
         if claims is None:
             claims = self.tokens.verify(auth.token)
         if level != 3:
-            return claims.sub, None
+            return claims.sub, None, claims.exp
         if not auth.l3_key:
             raise AuthFailed("level 3: the auth frame carries the session-key handshake", field="l3_key")
         # One RSA private-key operation: off the event loop.
         session = await asyncio.to_thread(l3.accept_handshake, auth.l3_key, self.relay_private, challenge)
-        return claims.sub, session
+        return claims.sub, session, claims.exp
 
     async def _refuse(self, ws: WebSocket, peer: str, exc: E2EEError) -> None:
         log.warning("ws refused peer=%s reason=%s", peer, exc.message)
@@ -352,8 +379,12 @@ class Relay:
                 await self._ack(conn, frame)
             elif isinstance(frame, frames.Ping):
                 conn.enqueue(frames.encode(frames.Pong(frame.nonce)))
-            else:
-                conn.enqueue(self._error(FrameInvalid("already authenticated", field="type")))
+            elif isinstance(frame, frames.Auth):
+                try:
+                    self._renew(conn, frame)
+                except E2EEError as exc:
+                    log.info("renewal refused user=%s code=%s", conn.user, exc.code)
+                    conn.enqueue(self._error(exc))
         if tasks:  # sends already read are still stored and acked (if the socket lives)
             await asyncio.gather(*tasks, return_exceptions=True)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import hmac
@@ -141,5 +142,30 @@ async def test_no_auth_frame_in_time_closes(make_client, tmp_path):
         with pytest.raises(ConnectionClosed):
             await ws.recv()
         assert ws.close_code == 1008
+    finally:
+        relay.stop()
+
+
+async def test_connection_closes_when_its_token_expires_unless_renewed(make_client, tmp_path):
+    relay = start_relay(tmp_path / "short", env={"E2EE_TOKEN_TTL_S": "2", "E2EE_JWT_LEEWAY_S": "0"})
+    try:
+        alice = await make_client("alice", url=relay.url)
+        stale = await open_ws(relay, alice.token)
+        await recv_type(stale, "ready")
+        kept = await open_ws(relay, alice.token)
+        await recv_type(kept, "ready")
+        fresh = make_token(relay.data_dir, exp=int(time.time()) + 60)
+        await kept.send(json.dumps({"type": "auth", "token": fresh}))
+        assert (await recv_type(kept, "ready"))["user"] == "alice"  # renewal acknowledged
+        bob_token = make_token(relay.data_dir, sub="bob", exp=int(time.time()) + 60)
+        await kept.send(json.dumps({"type": "auth", "token": bob_token}))
+        assert (await recv_type(kept, "error"))["code"] == "auth_failed"  # not someone else's token
+        with pytest.raises(ConnectionClosed):
+            while True:
+                await asyncio.wait_for(stale.recv(), 10)
+        assert stale.close_code == 4401
+        await kept.send(json.dumps({"type": "ping", "nonce": 7}))
+        assert (await recv_type(kept, "pong"))["nonce"] == 7  # the renewed connection lives on
+        await kept.close()
     finally:
         relay.stop()
