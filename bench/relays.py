@@ -3,7 +3,6 @@ a fresh PostgreSQL database, and the CPU time a process has used (/proc/PID/stat
 
 from __future__ import annotations
 
-import contextlib
 import os
 import secrets
 import socket
@@ -41,40 +40,12 @@ def start_relay(data_dir: Path, level: int, *, tls: tuple[Path, Path] | None = N
     args = level_args(level) + list(extra or [])
     if tls is not None:
         args += ["--ssl-certfile", str(tls[0]), "--ssl-keyfile", str(tls[1])]
-    proc = RelayProcess(data_dir, extra_args=args, env={**BENCH_RELAY_ENV, **(env or {})})
-    if tls is not None:
-        return _start_tls(proc)
-    return proc.start(timeout=60)
-
-
-def _start_tls(proc: RelayProcess) -> RelayProcess:
-    """``RelayProcess.start`` polls ``http://``; a TLS relay answers only ``https://``, so poll that."""
-    import time
-
-    import httpx2
-
-    proc.data_dir.mkdir(parents=True, exist_ok=True)
-    out = open(proc.data_dir / "relay.stdout", "ab")  # noqa: SIM115 - owned by the child
-    proc.proc = subprocess.Popen(
-        [sys.executable, "-m", "server", "serve", "--data-dir", str(proc.data_dir), "--port", str(proc.port),
-         *proc.extra_args], stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **proc.env})
-    out.close()
-    deadline = time.monotonic() + 60
-    url = f"https://127.0.0.1:{proc.port}/healthz"
-    while time.monotonic() < deadline:
-        if proc.proc.poll() is not None:
-            raise RuntimeError(f"relay exited with {proc.proc.returncode}; see {proc.data_dir / 'relay.stdout'}")
-        with contextlib.suppress(httpx2.HTTPError):
-            if httpx2.get(url, timeout=1, verify=False).status_code == 200:
-                return proc
-        time.sleep(0.05)
-    proc.stop()
-    raise RuntimeError(f"TLS relay did not answer on {url}")
+    return RelayProcess(data_dir, extra_args=args, env={**BENCH_RELAY_ENV, **(env or {})}).start(timeout=60)
 
 
 def https_url(proc: RelayProcess) -> str:
-    """The ``https://`` base URL of a relay started with TLS."""
-    return f"https://127.0.0.1:{proc.port}"
+    """The ``https://`` base URL of a relay started with TLS (``RelayProcess.url`` knows it)."""
+    return proc.url
 
 
 def dev_cert(folder: Path) -> tuple[Path, Path]:

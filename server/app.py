@@ -182,6 +182,7 @@ async def metrics(request: Request) -> Response:
         "fanout_s": m.fanout_s, "writer_batches": st.writer.batches, "writer_ops": st.writer.ops,
         "connections": len(st.relay.hub.all()),
         "process_cpu_s": time.process_time(),
+        "jwt_verifications": st.tokens.verifications, "jwt_cache_hits": st.tokens.cache_hits,
         "broker": None if st.relay.broker is None else {
             "up": st.relay.broker.up, "published": st.relay.broker.published, "received": st.relay.broker.received},
     })
