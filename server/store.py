@@ -44,7 +44,8 @@ async def current_keys(session: AsyncSession, username: str) -> UserKey:
     """The current key row of ``username``.
 
     Raises:
-        NotFound: no such user.
+        NotFound: no such user (``field`` "username"), or a user who has published no key
+            (``field`` "wrap_key": clients name that member before sealing, case K09).
     """
     row = (
         await session.execute(
@@ -54,6 +55,8 @@ async def current_keys(session: AsyncSession, username: str) -> UserKey:
         )
     ).scalar_one_or_none()
     if row is None:
+        if await get_user(session, username) is not None:
+            raise NotFound(f"{username} has published no key", field="wrap_key")
         raise NotFound(f"no user {username!r}", field="username")
     return row
 
