@@ -804,7 +804,8 @@ class ChatClient:
         auth_closes = 0
         while not self._closing:
             try:
-                await self.connect()
+                if self._ws is None:  # (a connection opened by connect() before start() is adopted)
+                    await self.connect()
             except DowngradeRefused as exc:
                 await self._set_state("refused", exc.message)
                 return
@@ -1042,15 +1043,19 @@ class ChatClient:
             if key in self._seen:
                 log.info("duplicate message seq=%d from %s dropped (mid already shown)", frame.seq, h.snd)
                 return await self._advance(frame.seq)
+            self._seen.add(key)  # claimed now: a copy arriving while this one is opened is a duplicate
             if frame.conversation not in self.members:
                 self._spawn(self.refresh_conversations())
-            sign_key, warning = await self._sender_key(h.snd, h.skid)
-            me = self._my_identity_for(h.rkids)
-            opened, timings = await asyncio.to_thread(
-                measure.open_, parsed, me, sign_key, conversation=frame.conversation, sender=frame.sender)
+            try:
+                sign_key, warning = await self._sender_key(h.snd, h.skid)
+                me = self._my_identity_for(h.rkids)
+                opened, timings = await asyncio.to_thread(
+                    measure.open_, parsed, me, sign_key, conversation=frame.conversation, sender=frame.sender)
+            except BaseException:
+                self._seen.discard(key)  # not verified: it must not suppress the real message
+                raise
         except E2EEError as exc:
             return await self._on_unreadable(frame, raw, parsed, exc)
-        self._seen.add(key)
         mine = h.snd == self.username
         if mine:
             self._state.counters[h.cid] = max(self._state.counters.get(h.cid, 0), h.ctr)
@@ -1091,26 +1096,39 @@ class ChatClient:
         self._schedule_ack(frame.seq)
 
     def _track_counter(self, conversation: str, sender: str, ctr: int) -> tuple[int, ...] | None:
-        """Update the sender's counter; return newly missing counters (a gap), if any."""
+        """Update the sender's counter; return the counters it newly skipped (a gap), if any.
+
+        A late message fills its place in the gap. Messages of one sender can arrive out of order
+        when its sends were pipelined (the relay may store them in another order), so a gap is a
+        fact to show only if it stays open: see :meth:`missing_counters`.
+        """
         k = f"{conversation}\x00{sender}"
         last = self._state.last_ctr.get(k)
         missing = self._state.missing.get(k, [])
         if ctr in missing:
             missing.remove(ctr)
-        if not missing:
-            self._state.missing.pop(k, None)
+        new: tuple[int, ...] | None = None
         if last is None or ctr <= last:
             self._state.last_ctr[k] = max(ctr, last or 0)
-            return None
-        self._state.last_ctr[k] = ctr
-        if ctr == last + 1:
-            return None
-        new = list(range(last + 1, ctr))[-1000:]
-        self._state.missing[k] = sorted(set(missing) | set(new))[-1000:]
-        log.warning("gap: %s skipped counters %d..%d in %s", sender, last + 1, ctr - 1, conversation)
-        return tuple(new)
+        else:
+            self._state.last_ctr[k] = ctr
+            if ctr > last + 1:
+                new = tuple(range(max(last + 1, ctr - 1000), ctr))
+                missing = sorted(set(missing) | set(new))[-1000:]
+                log.warning("gap: %s skipped counters %d..%d in %s", sender, last + 1, ctr - 1, conversation)
+        if missing:
+            self._state.missing[k] = missing
+        else:
+            self._state.missing.pop(k, None)
+        return new
+
+    def missing_counters(self, conversation: str) -> dict[str, tuple[int, ...]]:
+        """Counters of each sender in ``conversation`` that never arrived (so far)."""
+        prefix = f"{conversation}\x00"
+        return {k[len(prefix):]: tuple(v) for k, v in self._state.missing.items() if k.startswith(prefix) and v}
 
     async def _report_gaps(self) -> None:
+        """At the end of a sync: every gap still open, as :class:`GapDetected`."""
         for k, missing in list(self._state.missing.items()):
             if missing:
                 conv, sender = k.split("\x00", 1)

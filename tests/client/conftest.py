@@ -86,3 +86,19 @@ async def offline_bob(tmp_path: Path, identities):
 
 def random_local_key() -> bytes:
     return os.urandom(32)
+
+
+def tui_client(relay, root: Path, name: str) -> ChatClient:
+    """A client for app tests: cheap keystore KDF, quick reconnects."""
+    return ChatClient(relay.url, name, root, kdf=FAST_KDF, backoff=(0.1, 1.0))
+
+
+def rendered_text(renderable, width: int = 160) -> str:
+    """Plain text of a rich renderable, as the screen would show it."""
+    import io
+
+    from rich.console import Console
+
+    console = Console(width=width, record=True, file=io.StringIO(), color_system=None)
+    console.print(renderable)
+    return console.export_text()

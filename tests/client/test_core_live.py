@@ -185,3 +185,19 @@ async def test_members_added_and_removed_get_events_and_messages(make_client):
     await asyncio.sleep(0.2)
     assert not [e for e in list(bob.events._queue) if isinstance(e, RecordChanged) and e.record.seq == sent.seq]
     await close_all(alice, bob, carol)
+
+
+async def test_start_after_connect_keeps_one_connection_and_shows_each_message_once(make_client):
+    alice, bob = await make_client("alice"), await make_client("bob")
+    conv = await alice.create_conversation("pair", ["bob"])
+    await bob.connect()
+    await bob.wait_synced()
+    bob.start()  # adopts the open connection
+    await alice.connect()
+    for i in range(5):
+        await alice.send_text(conv, f"m{i}")
+    assert await received_texts(bob, 5) == [f"m{i}" for i in range(5)]
+    await asyncio.sleep(0.3)
+    assert not [e for e in list(bob.events._queue) if isinstance(e, MessageReceived)]
+    assert await bob.history.count(conv) == 5
+    await close_all(alice, bob)

@@ -102,8 +102,12 @@ async def test_gaps_in_a_senders_counter_are_reported_and_late_ones_fill_them(of
     gaps = [e for e in drain(bob) if isinstance(e, GapDetected)]
     assert [(g.sender, g.missing) for g in gaps] == [("alice", (3, 4))]
     await relay.deliver(relay.seal("alice", "n3", ctr=3), sender="alice")
-    assert bob._state.missing == {"conv-1\x00alice": [4]}
+    assert bob.missing_counters("conv-1") == {"alice": (4,)}
     assert not [e for e in drain(bob) if isinstance(e, GapDetected)]
+    await bob._report_gaps()  # what a finished sync reports: the gaps still open
+    assert [(g.sender, g.missing) for g in drain(bob) if isinstance(g, GapDetected)] == [("alice", (4,))]
+    await relay.deliver(relay.seal("alice", "n4", ctr=4), sender="alice")
+    assert bob.missing_counters("conv-1") == {}
 
 
 async def test_k06_substituted_key_mid_conversation_warns_and_blocks_sending(offline_bob, identities):

@@ -1,0 +1,192 @@
+"""Pilot tests of the Textual app against a real relay process."""
+
+from __future__ import annotations
+
+import asyncio
+
+from textual import events
+from textual.widgets import Checkbox, Input, Select
+
+from client_tui.app import ChatApp, ChatScreen
+from client_tui.core import MessageReceived
+from client_tui.screens import ContactScreen, HelpScreen, LoginScreen, NewConversationScreen
+from client_tui.widgets import Composer
+from tests.client.conftest import rendered_text, tui_client, wait_until
+from tests.conftest import FAST_KDF, PASSWORD
+
+SIZE = (120, 36)
+
+
+def texts(app: ChatApp) -> list[str | None]:
+    return [r.text for r in app.chat.records] if app.chat else []
+
+
+async def register_in_ui(app: ChatApp, pilot, name: str) -> None:
+    await wait_until(lambda: isinstance(app.screen, LoginScreen))
+    screen = app.screen
+    screen.query_one("#username", Input).value = name
+    screen.query_one("#password", Input).value = PASSWORD
+    screen.query_one("#passphrase", Input).value = f"{name} passphrase"
+    screen.query_one("#register", Checkbox).value = True
+    screen.query_one("#bits", Select).value = 2048
+    await pilot.click("#go")
+    await wait_until(lambda: isinstance(app.screen, ChatScreen) and app.client.online, timeout=30)
+
+
+async def paste(app: ChatApp, text: str) -> None:
+    composer = app.chat.query_one("#composer", Composer)
+    app.post_message(events.Paste(text))  # as the terminal driver does: the app forwards it
+    await wait_until(lambda: composer.text.endswith(text))
+
+
+async def type_and_send(pilot, text: str) -> None:
+    await pilot.press(*text)
+    await pilot.press("enter")
+
+
+async def test_register_two_users_start_a_conversation_send_and_receive(relay, tmp_path):
+    alice_app = ChatApp(server=relay.url, profile_root=tmp_path / "a", kdf=FAST_KDF)
+    bob_app = ChatApp(server=relay.url, profile_root=tmp_path / "b", kdf=FAST_KDF)
+    async with alice_app.run_test(size=SIZE) as alice, bob_app.run_test(size=SIZE) as bob:
+        await register_in_ui(bob_app, bob, "bob")
+        await register_in_ui(alice_app, alice, "alice")
+        await alice.press("ctrl+n")
+        await wait_until(lambda: isinstance(alice_app.screen, NewConversationScreen))
+        await alice.press(*"bob", "enter")
+        await wait_until(lambda: isinstance(alice_app.screen, ChatScreen) and alice_app.chat.conversation)
+        conv = alice_app.chat.conversation
+        assert alice_app.client.members[conv] == ["alice", "bob"]
+        await type_and_send(alice, "hello bob")
+        await wait_until(lambda: texts(bob_app) == ["hello bob"])
+        assert bob_app.chat.conversation == conv
+        await paste(bob_app, "hi alice 👋🏽 你好 مرحبا")  # Pilot cannot type emoji: paste them
+        await bob.press("enter")
+        try:
+            await wait_until(lambda: texts(alice_app) == ["hello bob", "hi alice 👋🏽 你好 مرحبا"])
+        except AssertionError:
+            print("ALICE", texts(alice_app), [r.state for r in alice_app.chat.records])
+            print("BOB", texts(bob_app), [r.state for r in bob_app.chat.records], bob_app.client.outbox)
+            print("BOBC", repr(bob_app.chat.query_one("#composer").text), bob_app.focused)
+            raise
+        mine = alice_app.chat.records[0]
+        await wait_until(lambda: mine.state == "delivered")
+        theirs = alice_app.chat.records[1]
+        assert (theirs.sender, alice_app.client.mark(theirs)) == ("bob", "unverified")
+        status = str(alice_app.chat.query_one("#status").render())
+        assert "L4" in status and "online" in status and "RTT" in status
+
+
+async def test_wrong_passphrase_fails_cleanly_on_the_login_screen(make_client, relay, tmp_path):
+    alice = await make_client("alice")
+    await alice.close()
+    app = ChatApp(server=relay.url, profile_root=tmp_path / "clients", kdf=FAST_KDF)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = app.screen
+        assert isinstance(screen, LoginScreen)
+        screen.query_one("#username", Input).value = "alice"
+        screen.query_one("#password", Input).value = PASSWORD
+        screen.query_one("#passphrase", Input).value = "not the passphrase"
+        await pilot.click("#go")
+        await wait_until(lambda: "wrong passphrase" in str(screen.query_one("#login-error").render()))
+        assert app.screen is screen and app.client is None
+        screen.query_one("#passphrase", Input).value = "alice passphrase"
+        await pilot.click("#go")
+        await wait_until(lambda: isinstance(app.screen, ChatScreen))
+
+
+async def test_help_and_command_palette_list_the_main_actions(make_client):
+    alice = await make_client("alice")
+    await make_client("bob")
+    conv = await alice.create_conversation("pair", ["bob"])
+    app = ChatApp(alice, conv)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(lambda: app.client.online)
+        await pilot.press("f1")
+        assert isinstance(app.screen, HelpScreen)
+        keys = [k for k, _ in app.help_rows()]
+        for key in ("f1", "f2", "ctrl+n", "ctrl+g", "ctrl+k", "ctrl+q", "enter (composer)", "ctrl+p"):
+            assert any(k.startswith(key) for k in keys), key
+        await pilot.press("escape")
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        for t in ("New conversation", "Members", "Keys and safety number", "Inspector", "Help"):
+            assert t in titles
+
+
+async def test_inspector_shows_ciphertext_only(make_client):
+    alice, bob = await make_client("alice"), await make_client("bob")
+    conv = await alice.create_conversation("pair", ["bob"])
+    secret = "the secret plan is 42"
+    app = ChatApp(bob, conv)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(lambda: app.client.online)
+        await alice.connect()
+        await alice.send_text(conv, secret)
+        await wait_until(lambda: texts(app) == [secret])
+        await pilot.press("f2")
+        assert app.chat.query_one("#inspector").display
+        rec = app.chat.log_view.selected_record
+        assert rec is not None and rec.text == secret
+        shown = rendered_text(app.chat.inspected)
+        import base64
+        import json
+
+        stored = json.loads(rec.envelope)
+        assert stored["ciphertext"] in shown.replace("\n", "").replace(" ", "")
+        for form in (secret, base64.b64encode(secret.encode()).decode(), secret.encode().hex()):
+            assert form not in shown
+        for label in ("envelope", "wrapped keys", "unwrap (RSA-OAEP-256)", "verify (Ed25519)", "decrypt",
+                      "protected header", "alice", "bob (you)"):
+            assert label in shown, label
+        # my own message: the sealing costs, wrap × 2
+        await pilot.press(*"and my answer", "enter")
+        await wait_until(lambda: len(app.chat.records) == 2 and app.chat.records[1].state != "sending")
+        await pilot.press("ctrl+down")
+        shown = rendered_text(app.chat.inspected)
+        assert "wrap × 2" in shown and "sign (Ed25519)" in shown and "and my answer" not in shown
+        await pilot.press("escape")
+        assert not app.chat.query_one("#inspector").display
+    await alice.close()
+
+
+async def test_key_change_warns_and_blocks_sending_until_accepted(make_client, relay, tmp_path):
+    alice = tui_client(relay, tmp_path / "c", "alice")
+    await alice.register(PASSWORD, "alice passphrase", bits=2048)
+    bob = await make_client("bob")
+    conv = await alice.create_conversation("pair", ["bob"])
+    app = ChatApp(alice, conv)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(lambda: alice.online)
+        await type_and_send(pilot, "before")
+        await bob.connect()
+        assert (await asyncio.wait_for(_next_text(bob), 10)) == "before"
+        old = bob.identity
+        await bob.rotate_keys()  # the real rotation endpoint: alice is told by a key_changed event
+        banner = app.chat.query_one("#banner")
+        await wait_until(lambda: banner.display)
+        assert "bob's key changed" in str(banner.render()) and "signed by their previous key" in str(banner.render())
+        await type_and_send(pilot, "blocked?")
+        await pilot.pause()
+        assert texts(app) == ["before"]  # nothing sent
+        assert app.chat.query_one("#composer", Composer).text == "blocked?"  # the text is kept
+        await pilot.press("ctrl+k")
+        assert isinstance(app.screen, ContactScreen)
+        body = rendered_text(app.screen.body)
+        assert "old wrap key" in body and "new wrap key" in body
+        from shared.keys import fingerprint
+
+        assert fingerprint(old.wrap_kid).split()[0] in body and fingerprint(bob.identity.wrap_kid).split()[0] in body
+        await pilot.press("a")
+        await pilot.press("escape")
+        assert isinstance(app.screen, ChatScreen)
+        await wait_until(lambda: not banner.display)
+        await pilot.press("enter")
+        await wait_until(lambda: texts(app) == ["before", "blocked?"])
+        assert (await asyncio.wait_for(_next_text(bob), 10)) == "blocked?"
+    await bob.close()
+
+
+async def _next_text(client) -> str:
+    while True:
+        ev = await client.events.get()
+        if isinstance(ev, MessageReceived):
+            return ev.text

@@ -1,0 +1,95 @@
+"""``e2ee-chat send``, ``tail`` and ``keys`` against a real relay (headless, for scripts)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from client_tui import cli
+from client_tui.core import ChatClient
+from tests.conftest import FAST_KDF, PASSWORD
+
+
+def register(relay, root, *names: str) -> None:
+    async def go() -> None:
+        for n in names:
+            c = ChatClient(relay.url, n, root, kdf=FAST_KDF)
+            await c.register(PASSWORD, f"{n} passphrase", bits=2048)
+            await c.close()
+
+    asyncio.run(go())
+
+
+def run(monkeypatch, capsys, user: str, *argv: str) -> tuple[int, str, str]:
+    monkeypatch.setenv("E2EE_PASSWORD", PASSWORD)
+    monkeypatch.setenv("E2EE_PASSPHRASE", f"{user} passphrase")
+    code = cli.main([*argv[:1], "--user", user, *argv[1:]])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.fixture
+def world(relay, tmp_path, monkeypatch):
+    root = tmp_path / "profiles"
+    register(relay, root, "alice", "bob")
+    monkeypatch.setenv("E2EE_SERVER", relay.url)
+    monkeypatch.setenv("E2EE_PROFILE", str(root))
+    return root
+
+
+def test_send_then_tail_prints_the_decrypted_text(world, monkeypatch, capsys):
+    code, out, _ = run(monkeypatch, capsys, "alice", "send", "--to", "bob", "--text", "hi bob \x1b[31m!")
+    assert code == 0 and out.startswith("stored seq=1 ")
+    conv = out.split("conversation=")[1].strip()
+    code, out, _ = run(monkeypatch, capsys, "alice", "send", "--to", "bob", "--text", "second")
+    assert code == 0 and f"conversation={conv}" in out  # the same conversation again
+    code, out, _ = run(monkeypatch, capsys, "bob", "tail", "--json")
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert [(m["sender"], m["text"], m["seq"]) for m in lines] == [("alice", "hi bob \x1b[31m!", 1),
+                                                                   ("alice", "second", 2)]
+    code, out, _ = run(monkeypatch, capsys, "bob", "tail", "-n", "5")
+    assert code == 0
+    assert "alice: hi bob \u241b[31m!" in out  # the escape is shown harmlessly, not executed
+    assert "\x1b" not in out
+
+
+def test_a_key_change_blocks_send_until_accepted(world, monkeypatch, capsys):
+    assert run(monkeypatch, capsys, "alice", "send", "--to", "bob", "--text", "one")[0] == 0
+    code, out, _ = run(monkeypatch, capsys, "bob", "keys", "rotate")
+    assert code == 0 and "new keys published" in out
+    code, _, err = run(monkeypatch, capsys, "alice", "send", "--to", "bob", "--text", "two")
+    assert code == cli.EXIT_BLOCKED and "key_change_blocked" in err and "keys show bob" in err
+    code, out, _ = run(monkeypatch, capsys, "alice", "keys", "show", "bob")
+    assert code == cli.EXIT_BLOCKED and "CHANGED (signed by the old key)" in out and "new wrap" in out
+    code, out, _ = run(monkeypatch, capsys, "alice", "keys", "accept", "bob")
+    assert code == 0 and "not verified" in out
+    assert run(monkeypatch, capsys, "alice", "send", "--to", "bob", "--text", "two")[0] == 0
+    code, out, _ = run(monkeypatch, capsys, "bob", "tail", "--json")
+    assert [json.loads(line)["text"] for line in out.splitlines()] == ["one", "two"]
+
+
+def test_wrong_passphrase_is_a_clean_error(world, monkeypatch, capsys):
+    monkeypatch.setenv("E2EE_PASSWORD", PASSWORD)
+    monkeypatch.setenv("E2EE_PASSPHRASE", "wrong")
+    code = cli.main(["tail", "--user", "alice"])
+    err = capsys.readouterr().err
+    assert code == cli.EXIT_FAILED and "wrong passphrase" in err and "Traceback" not in err
+
+
+def test_keys_export_and_import(world, monkeypatch, capsys, tmp_path):
+    out_file = tmp_path / "alice.keys"
+    code, out, _ = run(monkeypatch, capsys, "alice", "keys", "export", "--file", str(out_file))
+    assert code == 0 and out_file.exists()
+    monkeypatch.setenv("E2EE_PROFILE", str(tmp_path / "other-machine"))
+    code, out, _ = run(monkeypatch, capsys, "alice", "keys", "import", "--file", str(out_file))
+    assert code == 0 and "imported" in out
+    assert run(monkeypatch, capsys, "alice", "send", "--to", "bob", "--text", "from the new machine")[0] == 0
+
+
+def test_the_interactive_usage_still_parses():
+    args = cli.build_parser().parse_args(["--user", "alice", "--register", "--with", "bob,carol"])
+    assert (args.command, args.user, args.register, args.with_) == (None, "alice", True, ["bob", "carol"])
+    args = cli.build_parser().parse_args(["--user", "alice", "send", "--to", "bob", "--text", "x"])
+    assert (args.command, args.user, args.to) == ("send", "alice", ["bob"])
