@@ -222,12 +222,13 @@ class ChatScreen(Screen):
     # -- events from the client core -----------------------------------------------------------------
     def apply(self, events: list) -> None:
         """Apply a batch of client events to the screen (called on the UI loop; no awaits)."""
-        status = labels = remark = False
+        status = labels = remark = gaps_shown = False
         for ev in events:
             if isinstance(ev, RecordChanged):
                 rec = ev.record
                 if rec.conversation == self.conversation:
                     self.log_view.upsert(rec, self.client.mark(rec))
+                    gaps_shown = gaps_shown or rec.sender in self.gaps.get(self.conversation, {})
                     if ev.new and not rec.mine:
                         self.client.mark_read(self.conversation)
                     sel = self.log_view.selected_record
@@ -256,6 +257,8 @@ class ChatScreen(Screen):
             elif isinstance(ev, GapDetected) and ev.conversation == self.conversation:
                 # out-of-order arrivals fill most gaps within moments: show what is still open then
                 self.set_timer(GAP_GRACE_S, self.refresh_gaps, name="gap-check")
+        if gaps_shown:  # a late message may have filled a gap on screen
+            self.refresh_gaps()
         if remark:
             self.log_view.remark({r.lid: self.client.mark(r) for r in self.log_view.records})
             self.update_banner()
@@ -463,9 +466,14 @@ class ChatApp(App):
         try:
             self.conversation = await self.startup(self.client)
         except E2EEError as exc:
-            self.notify(f"{exc.message} ({exc.code})", severity="error", timeout=30)
-            if self.client.identity is None:
+            if self.client.identity is None:  # not logged in (wrong passphrase, refused ...): ask again
+                self.push_screen(LoginScreen(self.client.server_url, self.client.username,
+                                             profile_root=self.client.profile.parent.parent, kdf=self.client.kdf,
+                                             error=f"{exc.message} ({exc.code})"), self._logged_in)
+                await self.client.close()
+                self.client = None
                 return
+            self.notify(f"{exc.message} ({exc.code})", severity="error", timeout=30)
         self._open_chat()
 
     def _open_chat(self) -> None:

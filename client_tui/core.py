@@ -322,6 +322,8 @@ class ChatClient:
         self._supervisor: asyncio.Task | None = None
         self._wake_reconnect = asyncio.Event()
         self._synced = asyncio.Event()
+        self._syncing = False
+        self._held: dict[int, frames.Message] = {}
         self._closing = False
         self._ack_due = 0
         self._ack_sent = 0
@@ -761,6 +763,7 @@ class ChatClient:
         self.hello = hello
         self._ws = ws
         self._synced.clear()
+        self._syncing, self._held = True, {}  # live messages wait until the sync caught up (seq order)
         self._ack_sent = 0
         self._reader = asyncio.create_task(self._read_loop(ws), name=f"ws-reader-{self.username}")
         await self._set_state("online", self.server_url)
@@ -773,11 +776,16 @@ class ChatClient:
         await asyncio.wait_for(self._synced.wait(), timeout)
 
     async def _send_frame(self, frame) -> None:
-        if self._ws is None:
+        ws = self._ws
+        if ws is None:
             raise ClientError("not connected", code="offline")
         try:
-            await self._ws.send(frames.encode(frame).decode())
+            await ws.send(frames.encode(frame).decode())
         except ConnectionClosed:
+            # The socket is gone; the reader cleans up when it next runs. Nobody may use it before
+            # that: a loop retrying on it would never yield to the reader.
+            if self._ws is ws:
+                self._ws = None
             raise ClientError("not connected", code="offline") from None
 
     def start(self) -> asyncio.Task:
@@ -881,13 +889,13 @@ class ChatClient:
             self._supervisor.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._supervisor
+        await self._flush_ack()  # what was shown is acknowledged before the socket goes
         if self._ws is not None:
             with contextlib.suppress(Exception):
                 await self._ws.close()
         if self._reader is not None:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._reader
-        await self._flush_ack()
         for t in list(self._tasks):
             t.cancel()
         for t in list(self._tasks):
@@ -940,7 +948,13 @@ class ChatClient:
 
     async def _on_frame(self, frame) -> None:
         if isinstance(frame, frames.Message):
-            await self._on_message(frame)
+            if self._syncing:
+                # Until the sync caught up, live fan-out and sync pages interleave: a live message
+                # can overtake older ones still to come in a page. Held here, everything is opened
+                # in seq order, so the cursor never passes a message that was not processed.
+                self._held.setdefault(frame.seq, frame)
+            else:
+                await self._on_message(frame)
         elif isinstance(frame, frames.Stored):
             item = self._outgoing_by_mid.get(frame.mid)
             if item is not None:  # recorded before the next frame (a receipt) is read
@@ -950,11 +964,14 @@ class ChatClient:
                 fut.set_result(frame.seq)
             await self.events.put(MessageStored(frame.mid, frame.seq, frame.conversation))
         elif isinstance(frame, frames.Synced):
+            await self._release_held(frame.cursor if frame.more else None)
             if self.history is not None:
                 await self.history.set_meta(**self._meta())
             if frame.more:
                 await self._send_frame(frames.Sync(after=frame.cursor))
             else:
+                self._syncing = False
+                await self._release_held(None)  # live ones that came in during the last page's work
                 self._synced.set()
                 await self._report_gaps()
         elif isinstance(frame, frames.Delivered):
@@ -976,6 +993,14 @@ class ChatClient:
                 fut.set_exception(err)
             else:
                 log.warning("relay error %s: %s", frame.code, frame.message)
+
+    async def _release_held(self, upto: int | None) -> None:
+        """Open held messages in seq order: those up to ``upto`` (a sync page is complete up to its
+        cursor), or all of them (``None``: the sync caught up)."""
+        for seq in sorted(self._held):
+            if upto is not None and seq > upto:
+                break
+            await self._on_message(self._held.pop(seq))
 
     async def _ping_loop(self, ws: ClientConnection) -> None:
         while self._ws is ws:
@@ -1325,7 +1350,8 @@ class ChatClient:
             if not item.sealed.is_set():
                 await item.sealed.wait()
                 continue
-            await self._transmit(item)
+            if not await self._transmit(item):
+                return  # the connection is gone: the next session sends it
 
     def _next_outgoing(self) -> _Outgoing | None:
         held: set[str] = set()
@@ -1340,15 +1366,23 @@ class ChatClient:
                 return item
         return None
 
-    async def _transmit(self, item: _Outgoing) -> None:
+    async def _transmit(self, item: _Outgoing) -> bool:
+        """Send one message and wait for the relay's answer; False if the connection is gone."""
         rec = item.record
         if rec.envelope is None:  # re-seal after a restart in the middle of sealing
             try:
                 await self._seal(item, await self.recipients_for(rec.conversation))
             except KeyChangeBlocked as exc:
-                return await self._block(item, exc)
+                await self._block(item, exc)
+                return True
+            except ClientError as exc:
+                if exc.code in ("offline", "unreachable"):
+                    return False
+                await self._fail(item, exc)
+                return True
             except E2EEError as exc:
-                return await self._fail(item, exc)
+                await self._fail(item, exc)
+                return True
         assert rec.mid is not None and rec.envelope is not None
         fut: asyncio.Future = asyncio.get_running_loop().create_future()
         self._pending[rec.mid] = fut
@@ -1360,31 +1394,37 @@ class ChatClient:
             self._pending.pop(rec.mid, None)
             if self._ws is not None:
                 await self._ws.close(CLOSE_GOING_AWAY, "no answer")
-            return
+            return False
         except ClientError as exc:
             self._pending.pop(rec.mid, None)
             if exc.code == "offline":
-                return  # sent again after the reconnect
+                return False  # sent again after the reconnect
             if exc.code == "rate_limited" and item.hold:
                 await asyncio.sleep(float((exc.detail or {}).get("retry_after", 1.0)))
-                return
-            if exc.code == "recipients_mismatch" and item.reseals < MAX_RESEALS:
-                return await self._reseal(item, exc)
-            return await self._fail(item, exc)
+            elif exc.code == "recipients_mismatch" and item.reseals < MAX_RESEALS:
+                await self._reseal(item, exc)
+            else:
+                await self._fail(item, exc)
+            return True
         await self._mark_stored(item, seq)
+        return True
 
     async def _reseal(self, item: _Outgoing, exc: ClientError) -> None:
         item.reseals += 1
         rec = item.record
-        await self.refresh_conversations()
-        for user in (exc.detail or {}).get("missing", []):
-            with contextlib.suppress(ClientError):
-                await self.fetch_keys(user)
         try:
+            await self.refresh_conversations()
+            for user in (exc.detail or {}).get("missing", []):
+                with contextlib.suppress(ClientError):
+                    await self.fetch_keys(user)
             recipients = await self.recipients_for(rec.conversation)
             await self._seal(item, recipients)
         except KeyChangeBlocked as blocked:
             return await self._block(item, blocked)
+        except ClientError as err:
+            if err.code in ("unreachable", "offline"):
+                return  # still "sending": tried again on the next connection
+            return await self._fail(item, err)
         except E2EEError as err:
             return await self._fail(item, err)
         if self.history is not None:

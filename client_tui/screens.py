@@ -36,9 +36,10 @@ class LoginScreen(Screen[ChatClient]):
     BINDINGS = [Binding("escape", "app.quit", "Quit", show=True)]
 
     def __init__(self, server: str, username: str = "", *, profile_root=None, kdf: dict | None = None,
-                 bits: int = 3072) -> None:
+                 bits: int = 3072, error: str = "") -> None:
         super().__init__()
         self.server, self.username, self.profile_root, self.kdf, self.bits = server, username, profile_root, kdf, bits
+        self.first_error = error
 
     def compose(self) -> ComposeResult:
         with Vertical(id="login-box"):
@@ -62,6 +63,8 @@ class LoginScreen(Screen[ChatClient]):
     def on_mount(self) -> None:
         self.query_one("#login-busy").display = False
         self.query_one("#username" if not self.username else "#password", Input).focus()
+        if self.first_error:
+            self._error(self.first_error)
 
     @on(Checkbox.Changed, "#register")
     def _mode(self, event: Checkbox.Changed) -> None:

@@ -19,6 +19,7 @@ from textual.geometry import Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from textual.widget import Widget
 from textual.widgets import TextArea
 
 from shared import envelope
@@ -267,7 +268,13 @@ class MessageLog(ScrollView, can_focus=True):
         self._follow, self._force_follow = self._follow or self._force_follow, False
         size = Size(self._width(), self._total)
         if self.virtual_size != size:
-            self.virtual_size = size
+            if self.styles.overflow_y == "scroll" and size.width == self.virtual_size.width:
+                # The scrollbar is always shown (see chat.tcss), so a taller log changes nothing
+                # around it: update the scroll range without a layout pass of the whole screen.
+                self.set_reactive(Widget.virtual_size, size)
+                self._scroll_update(size)
+            else:
+                self.virtual_size = size
         if self._follow:
             self.scroll_end(animate=False, immediate=True, x_axis=False)
         self.refresh()

@@ -8,7 +8,7 @@ from textual import events
 from textual.widgets import Checkbox, Input, Select
 
 from client_tui.app import ChatApp, ChatScreen
-from client_tui.core import MessageReceived
+from client_tui.core import ChatClient, MessageReceived
 from client_tui.screens import ContactScreen, HelpScreen, LoginScreen, NewConversationScreen
 from client_tui.widgets import Composer
 from tests.client.conftest import rendered_text, tui_client, wait_until
@@ -90,8 +90,9 @@ async def test_wrong_passphrase_fails_cleanly_on_the_login_screen(make_client, r
         await wait_until(lambda: "wrong passphrase" in str(screen.query_one("#login-error").render()))
         assert app.screen is screen and app.client is None
         screen.query_one("#passphrase", Input).value = "alice passphrase"
+        await wait_until(lambda: not screen.query_one("#go").disabled)
         await pilot.click("#go")
-        await wait_until(lambda: isinstance(app.screen, ChatScreen))
+        await wait_until(lambda: isinstance(app.screen, ChatScreen), timeout=30)
 
 
 async def test_help_and_command_palette_list_the_main_actions(make_client):
@@ -190,3 +191,87 @@ async def _next_text(client) -> str:
         ev = await client.events.get()
         if isinstance(ev, MessageReceived):
             return ev.text
+
+
+def label_text(app: ChatApp, cid: str) -> str:
+    return app.chat._label_shown[cid].plain
+
+
+async def test_unread_counts_switching_and_the_members_dialog(make_client):
+    alice, bob, carol = [await make_client(n) for n in ("alice", "bob", "carol")]
+    one = await alice.create_conversation("one", ["bob"])
+    two = await alice.create_conversation("two", ["bob"])
+    app = ChatApp(bob, one)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(lambda: bob.online)
+        await alice.connect()
+        await alice.send_text(two, "in two, first")
+        await alice.send_text(two, "in two, second")
+        await wait_until(lambda: label_text(app, two).endswith("2"))
+        assert texts(app) == []  # still looking at "one"
+        await pilot.press("alt+down")
+        await wait_until(lambda: texts(app) == ["in two, first", "in two, second"])
+        assert app.chat.conversation == two and label_text(app, two) == "two"
+        await pilot.press("ctrl+g")
+        await pilot.press(*"carol", "enter")
+        await wait_until(lambda: "carol" in bob.members[two])
+        await pilot.press("escape")
+        assert "carol" in str(app.chat.query_one("#title").render())
+        await pilot.press(*"hello carol", "enter")
+        await carol.connect()
+        await wait_until(lambda: any(r.text == "hello carol" for r in app.chat.records))
+    await alice.close()
+    await carol.close()
+
+
+async def test_a_counter_gap_is_shown_if_it_stays_open_and_removed_when_filled(make_client, monkeypatch):
+    import msgspec
+
+    import client_tui.app as app_module
+    from shared import envelope, frames
+
+    monkeypatch.setattr(app_module, "GAP_GRACE_S", 0.2)
+    alice, bob = await make_client("alice"), await make_client("bob")
+    conv = await alice.create_conversation("pair", ["bob"])
+    recipients = await alice.recipients_for(conv)
+    app = ChatApp(bob, conv)
+    async with app.run_test(size=SIZE):
+        await wait_until(lambda: bob.online)
+        await alice.connect()
+
+        async def send(ctr: int) -> None:  # alice's sends, with counters picked by the test
+            data = envelope.seal(f"n{ctr}", alice.identity, conv, recipients, counter=ctr)
+            fut = asyncio.get_running_loop().create_future()
+            alice._pending[envelope.parse(data).header.mid] = fut
+            await alice._send_frame(frames.Send(conv, msgspec.Raw(data)))
+            await fut
+
+        for ctr in (1, 2, 5):
+            await send(ctr)
+
+        def notices() -> list[str]:
+            return [r.notice for r in app.chat.log_view.rows if r.record is None]
+
+        await wait_until(lambda: notices() != [])
+        assert "2 message(s) from alice never arrived (counter 3–4)" in notices()[0]
+        for ctr in (3, 4):
+            await send(ctr)
+        await wait_until(lambda: notices() == [])
+        assert texts(app) == ["n1", "n2", "n5", "n3", "n4"]  # in the relay's order
+    await alice.close()
+
+
+async def test_a_refused_startup_login_falls_back_to_the_login_screen(make_client, relay, tmp_path):
+    alice = await make_client("alice")
+    await alice.close()
+    client = ChatClient(relay.url, "alice", tmp_path / "clients", kdf=FAST_KDF)
+
+    async def startup(c: ChatClient) -> str:
+        await c.login(PASSWORD, "not the passphrase")
+        return ""
+
+    app = ChatApp(client, startup=startup)
+    async with app.run_test(size=SIZE):
+        await wait_until(lambda: isinstance(app.screen, LoginScreen)
+                         and "wrong passphrase" in str(app.screen.query_one("#login-error").render()))
+        assert app.screen.query_one("#username", Input).value == "alice"

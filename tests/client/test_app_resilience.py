@@ -78,8 +78,8 @@ def rsa3072():
 
 async def test_burst_of_500_rsa3072_messages_keeps_the_ui_responsive(rsa3072, tmp_path):
     relay = start_relay(tmp_path / "relay", env={"E2EE_RATE_SENDS_PER_S": "0"})  # the burst is the point here
+    alice, bob = tui_client(relay, tmp_path / "c", "alice"), tui_client(relay, tmp_path / "c", "bob")
     try:
-        alice, bob = tui_client(relay, tmp_path / "c", "alice"), tui_client(relay, tmp_path / "c", "bob")
         await alice.register(PASSWORD, "a", identity=rsa3072["alice"])
         await bob.register(PASSWORD, "b", identity=rsa3072["bob"])
         conv = await alice.create_conversation("burst", ["bob"])
@@ -129,6 +129,6 @@ async def test_burst_of_500_rsa3072_messages_keeps_the_ui_responsive(rsa3072, tm
             seqs = [r.seq for r in app.chat.records]
             assert seqs == sorted(seqs)
             assert app.chat.records[-1].info["timings"]["unwrap"] > 0
-        await alice.close()
     finally:
+        await alice.close()
         relay.stop()

@@ -201,3 +201,56 @@ async def test_start_after_connect_keeps_one_connection_and_shows_each_message_o
     assert not [e for e in list(bob.events._queue) if isinstance(e, MessageReceived)]
     assert await bob.history.count(conv) == 5
     await close_all(alice, bob)
+
+
+async def test_the_outbox_survives_a_client_restart(make_client, relay):
+    alice, bob = await make_client("alice"), await make_client("bob")
+    conv = await alice.create_conversation("pair", ["bob"])
+    await alice.refresh_conversations()
+    rec = await alice.queue_text(conv, "written offline, sent after a restart")  # never connected
+    assert rec.state == "sending"
+    root = alice.profile.parent.parent
+    await alice.close()
+    alice2 = ChatClient(relay.url, "alice", root, kdf=FAST_KDF)
+    await alice2.login(PASSWORD, "alice passphrase")
+    assert [r.text for r in alice2.outbox] == ["written offline, sent after a restart"]
+    alice2.start()
+    await bob.connect()
+    assert await received_texts(bob, 1) == ["written offline, sent after a restart"]
+    await wait_until(lambda: not alice2.outbox)
+    (cached,) = await alice2.load_history(conv)
+    assert cached.state in ("stored", "delivered") and cached.ctr == 1
+    await close_all(alice2, bob)
+
+
+async def test_relay_killed_with_a_full_outbox_resumes_without_spinning(make_client, relay):
+    alice = ChatClient(relay.url, "alice", relay.data_dir.parent / "c", kdf=FAST_KDF, backoff=(0.1, 1.0))
+    bob = ChatClient(relay.url, "bob", relay.data_dir.parent / "c", kdf=FAST_KDF, backoff=(0.1, 1.0))
+    await alice.register(PASSWORD, "a", bits=2048)
+    await bob.register(PASSWORD, "b", bits=2048)
+    conv = await alice.create_conversation("pair", ["bob"])
+    alice.start()
+    bob.start()
+    await wait_until(lambda: alice.online and bob.online)
+    for i in range(60):
+        await alice.queue_text(conv, f"m{i}")
+    await wait_until(lambda: len(alice.outbox) < 50)
+    relay.stop(signal.SIGKILL)  # mid-outbox: the socket dies under the sender
+    lag = []
+
+    async def probe() -> None:  # the loop must keep turning (no retry loop on a dead socket)
+        for _ in range(20):
+            t = time.perf_counter()
+            await asyncio.sleep(0.01)
+            lag.append(time.perf_counter() - t)
+
+    await probe()
+    assert max(lag) < 0.5
+    await wait_until(lambda: not alice.online)
+    relay.start()
+    await wait_until(lambda: not alice.outbox, timeout=30)
+    await wait_until(lambda: bob._state.cursor >= 60, timeout=30)
+    await asyncio.sleep(0.2)
+    assert sorted(r.text for r in await bob.load_history(conv)) == sorted(f"m{i}" for i in range(60))
+    assert [r.ctr for r in await alice.load_history(conv)] == list(range(1, 61))
+    await close_all(alice, bob)
