@@ -317,6 +317,7 @@ async def create_conversation(request: Request) -> Response:
     if unknown:
         raise NotFound(f"unknown users: {', '.join(unknown)}", field="members")
     cid = await st.writer.run(store.add_conversation(users[claims.sub].id, title, [u.id for u in users.values()]))
+    st.relay.notify([u.id for u in users.values()], frames.Event("members_changed", conversation=cid))
     log.info("conversation created conv=%s by=%s members=%d", cid, claims.sub, len(names))
     return _json({"id": cid, "title": title, "members": sorted(names)}, 201)
 

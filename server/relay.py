@@ -430,6 +430,12 @@ class Relay:
         missing = [m.username for m in members if m.wrap_kid is None or m.wrap_kid not in kids]
         extra = sorted(kids - expected)
         if missing or extra:
+            # A retry of a message stored before the members or keys changed gets its first ack,
+            # not a request to re-seal (which would give the same text a second message id).
+            async with self.sessions() as session:
+                seq = await store.seq_of(session, user_id, h.mid)
+            if seq is not None:
+                return frames.Stored(h.mid, seq, h.cid, True)
             raise RecipientsMismatch(missing, extra)
         return await self._commit(user, user_id, h.cid, h.mid, raw, members, exclude, t0)
 

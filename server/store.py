@@ -117,6 +117,12 @@ async def sync_page(session: AsyncSession, user_id: int, after: int, limit: int)
     return [StoredMessage(*r) for r in rows]
 
 
+async def seq_of(session: AsyncSession, sender_id: int, mid: str) -> int | None:
+    """The ``seq`` of the message ``mid`` from ``sender_id``, if it is stored."""
+    return (await session.execute(
+        select(Message.seq).where(Message.sender_id == sender_id, Message.mid == mid))).scalar_one_or_none()
+
+
 async def messages_by_seq(session: AsyncSession, seqs: list[int]) -> list[StoredMessage]:
     """Stored messages with these sequence numbers, in ``seq`` order."""
     rows = await session.execute(

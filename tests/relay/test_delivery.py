@@ -226,3 +226,38 @@ async def test_send_rate_limit_answers_with_retry_after(make_client, tmp_path):
         assert 0 < err.value.detail["retry_after"] <= 10.0
     finally:
         relay.stop()
+
+
+async def test_retry_after_a_membership_change_gets_the_original_ack(make_client, relay):
+    (alice, bob), conv = await group(make_client, "alice", "bob")
+    carol = await make_client("carol")
+    people = [alice.identity.public, bob.identity.public]
+    env = envelope.seal("sent once", alice.identity, conv, people, counter=1)
+    ws = await open_ws(relay, alice.token)
+    await recv_type(ws, "ready")
+    await ws.send(send_frame(conv, env))
+    first = await recv_type(ws, "stored")
+    async with httpx2.AsyncClient(base_url=relay.url, headers={"Authorization": f"Bearer {alice.token}"}) as http:
+        r = await http.post(f"/v1/conversations/{conv}/members", json={"add": ["carol"]})
+        assert r.status_code == 200
+    assert (await recv_type(ws, "event"))["kind"] == "members_changed"
+    await ws.send(send_frame(conv, env))  # the retry: sealed before carol joined
+    again = await recv_type(ws, "stored")
+    assert (again["seq"], again["duplicate"]) == (first["seq"], True)
+    fresh = envelope.seal("new one", alice.identity, conv, people, counter=2)
+    await ws.send(send_frame(conv, fresh))  # a new message must include carol
+    err = await recv_type(ws, "error")
+    assert (err["code"], err["detail"]["missing"]) == ("recipients_mismatch", ["carol"])
+    await ws.close()
+    assert count(relay) == 1
+    del bob, carol
+
+
+async def test_members_learn_of_a_new_conversation_by_event(make_client, relay):
+    alice, bob = await make_client("alice"), await make_client("bob")
+    ws = await open_ws(relay, bob.token)
+    await recv_type(ws, "ready")
+    conv = await alice.create_conversation("hello", ["bob"])
+    assert await recv_type(ws, "event") == {"type": "event", "kind": "members_changed", "user": None,
+                                            "conversation": conv}
+    await ws.close()
