@@ -1,0 +1,61 @@
+"""Load, bounded and on loopback only: many real websocket connections, a set of active senders
+sealing real L4 envelopes for groups of 3 (``client_tui.loadgen.run_load``), every delivery
+counted: 0 lost, 0 errors, each message once per member after dedup, relay memory under a stated
+bound; p50/p99 latency (send to delivery) printed.
+
+CI runs 64 connections, 16 senders, 3,000 messages (fixed test keys). The issue's full size,
+1,000 connections with 100 active senders and 50,000 messages (keys generated, about 2 minutes
+of key generation on 2 cores), runs with::
+
+    E2EE_FULL=1 .venv/bin/pytest tests/faults/test_load.py -q -s
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+
+import pytest
+
+from client_tui import loadgen
+from shared.keys import Identity
+from tests.vectors import vectorlib
+
+FULL = os.environ.get("E2EE_FULL") == "1"
+CONNECTIONS, SENDERS, MESSAGES = (1_000, 100, 50_000) if FULL else (64, 16, 3_000)
+RSS_BOUND_MIB = 512 if FULL else 256  # the relay's resident memory must stay under this during the run
+LOAD_ENV = {"E2EE_RATE_SENDS_PER_S": "0", "E2EE_RATE_REGISTRATIONS_PER_MIN": "0", "E2EE_RATE_LOGINS_PER_MIN": "0",
+            "E2EE_LOG_LEVEL": "WARNING"}
+
+
+def enough_file_descriptors(need: int) -> int:
+    """Raise this process's soft limit on open files to ``need`` if the hard limit allows (the
+    relay, started after, inherits it); returns the soft limit in force."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < need:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(need, hard) if hard != resource.RLIM_INFINITY else need, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+@pytest.mark.slow
+async def test_load_every_message_delivered_once_with_bounded_relay_memory(world, monkeypatch):
+    limit = enough_file_descriptors(2 * CONNECTIONS + 256)
+    assert limit >= 2 * CONNECTIONS + 256, f"ulimit -n is {limit}: too few for {CONNECTIONS} connections"
+    if not FULL:  # fixed test keys instead of generating 64 RSA keys in CI
+        pool = vectorlib.key_pool()
+        monkeypatch.setattr(loadgen, "make_identities", lambda names: [
+            Identity(n, p.wrap_private, p.sign_private) for n, p in zip(names, pool, strict=False)])
+    relay = world.relay(name="load", env=LOAD_ENV)
+    r = await loadgen.run_load(relay.url, users=CONNECTIONS, messages=MESSAGES, senders=SENDERS, group_size=3,
+                               relay_pid=relay.proc.pid)
+    print(f"\nload: {CONNECTIONS} connections, {SENDERS} senders, {MESSAGES} messages in groups of 3: "
+          f"{r.seconds:.1f} s, {r.throughput:.0f} msg/s, {r.delivered_unique} deliveries "
+          f"({r.duplicates} duplicates dropped), p50 {r.percentile(50):.0f} ms, p99 {r.percentile(99):.0f} ms, "
+          f"relay RSS peak {r.relay_rss_peak_kib / 1024:.0f} MiB (bound {RSS_BOUND_MIB} MiB), opened {r.opened_ok}")
+    assert r.errors == {}
+    assert r.acked == MESSAGES
+    assert r.expected_deliveries == 2 * MESSAGES
+    assert r.missing == 0
+    assert r.delivered_unique == r.expected_deliveries
+    assert r.opened_ok == r.delivered_unique // 50
+    assert 0 < r.relay_rss_peak_kib < RSS_BOUND_MIB * 1024
