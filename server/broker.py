@@ -64,7 +64,8 @@ class RedisBroker:
         self.relay = relay
         self.relay_id = secrets.token_hex(8)
         self.up = False
-        self.down_since_ms: int | None = None
+        self.down_since_ms: int | None = None  # the subscription broke: resync our users when back
+        self._lost_since_ms: int | None = None  # publishes failed: ask the others to resync
         self.published = 0
         self.received = 0
         self._outbox: asyncio.Queue[bytes] = asyncio.Queue(OUTBOX_LIMIT)
@@ -93,13 +94,19 @@ class RedisBroker:
         self._put(Note("forget", self.relay_id, c=conversation))
 
     def _put(self, note: Note) -> None:
-        if not self.up:
-            self._mark_down()
-            return  # recovered by the resync after the broker comes back
         try:
             self._outbox.put_nowait(_encode(note))
         except asyncio.QueueFull:
-            self._mark_down()
+            self._lost(_now_ms())
+
+    def _lost(self, since_ms: int) -> None:
+        """The other relays may have missed what was stored since ``since_ms``: the publisher
+        asks them to resync from there with its next successful publish."""
+        if self._lost_since_ms is None:
+            log.warning("broker: notes not published; other relays will resync when it returns")
+        self._lost_since_ms = since_ms if self._lost_since_ms is None else min(self._lost_since_ms, since_ms)
+        with contextlib.suppress(asyncio.QueueFull):
+            self._outbox.put_nowait(b"")  # wake the publisher
 
     def _mark_down(self) -> None:
         if self.down_since_ms is None:
@@ -109,21 +116,33 @@ class RedisBroker:
 
     async def _publish_loop(self) -> None:
         client = aioredis.Redis.from_url(self.url, socket_timeout=2, socket_connect_timeout=2)
+        backoff = 0.2
         try:
             while True:
                 data = [await self._outbox.get()]
                 while not self._outbox.empty() and len(data) < 500:
                     data.append(self._outbox.get_nowait())
+                data = [d for d in data if d]
+                lost_since = self._lost_since_ms
+                if lost_since is not None:  # tell the others what they may have missed
+                    data.insert(0, _encode(Note("resync", self.relay_id, since=lost_since - RESYNC_MARGIN_MS)))
+                if not data:
+                    continue
                 try:
                     async with client.pipeline(transaction=False) as pipe:
                         for d in data:
                             pipe.publish(self.channel, d)
                         await pipe.execute()
-                    self.published += len(data)
                 except (RedisError, OSError) as exc:
-                    log.warning("broker publish failed (%s): %d notes left to the resync", type(exc).__name__,
-                                len(data))
-                    self._mark_down()
+                    log.warning("broker publish failed (%s)", type(exc).__name__)
+                    self._lost(lost_since if lost_since is not None else _now_ms())
+                    await asyncio.sleep(backoff)
+                    backoff = min(backoff * 2, 5.0)
+                    continue
+                self.published += len(data)
+                if self._lost_since_ms == lost_since:
+                    self._lost_since_ms = None
+                backoff = 0.2
         finally:
             await client.aclose()
 
@@ -139,9 +158,9 @@ class RedisBroker:
                 backoff = 0.2
                 log.info("broker connected channel=%s relay=%s", self.channel, self.relay_id)
                 if self.down_since_ms is not None:
-                    since, self.down_since_ms = self.down_since_ms - RESYNC_MARGIN_MS, None
-                    self._put(Note("resync", self.relay_id, since=since))
-                    n = await self.relay.resync_since(since)
+                    down_since, self.down_since_ms = self.down_since_ms, None
+                    self._lost(down_since)  # the others may have missed our notes meanwhile
+                    n = await self.relay.resync_since(down_since - RESYNC_MARGIN_MS)
                     log.info("broker back: resent %d frames stored since the outage", n)
                 async for msg in pubsub.listen():
                     if msg.get("type") == "message":
