@@ -25,6 +25,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .core import ChatClient, MessageReceived
+from .display import shorten
 from .levels import LevelClient, LevelMessage
 from .relayproc import RelayProcess
 
@@ -61,16 +62,6 @@ def search(paths: list[Path], texts: list[str]) -> list[tuple[str, str, str]]:
                 if needle in blob:
                     hits.append((path.name, name, text))
     return hits
-
-
-def shorten(obj, width: int = 48):
-    if isinstance(obj, str) and len(obj) > width:
-        return f"{obj[:width]}… ({len(obj)} chars)"
-    if isinstance(obj, dict):
-        return {k: shorten(v, width) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [shorten(v, width) for v in obj]
-    return obj
 
 
 async def run_chat(relay_url: str, profiles: Path, console: Console, level: int = 4) -> dict[str, list]:
@@ -147,7 +138,7 @@ def print_stored(relay_dir: Path, console: Console) -> None:
     db.close()
     doc = json.loads(env)
     console.print(f"\n[bold]5.[/] what the relay stored for seq={seq} ({size} bytes; {rows} messages stored)")
-    console.print_json(data=shorten(doc))
+    console.print_json(data=shorten(doc, 48))
     if "protected" in doc:
         header = json.loads(base64.urlsafe_b64decode(doc["protected"] + "=" * (-len(doc["protected"]) % 4)))
         console.print("protected header (readable by the relay: routing metadata, no text):")

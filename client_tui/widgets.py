@@ -26,6 +26,7 @@ from shared import envelope
 from shared.b64 import b64u_decode
 from shared.errors import E2EEError
 
+from .display import shorten
 from .history import Record
 
 MAX_ROWS = 1000
@@ -442,16 +443,6 @@ class Composer(TextArea):
 MAX_SHOWN_CHARS = 1200
 
 
-def _shorten(obj, limit: int = MAX_SHOWN_CHARS):
-    if isinstance(obj, str) and len(obj) > limit:
-        return f"{obj[:limit]}… (+{len(obj) - limit} chars)"
-    if isinstance(obj, dict):
-        return {k: _shorten(v, limit) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_shorten(v, limit) for v in obj]
-    return obj
-
-
 def _b64len(value: str) -> int:
     try:
         return len(b64u_decode(value))
@@ -533,5 +524,5 @@ def inspect_record(record: Record | None, *, kid_names: dict[str, str], me: str)
         parts.append(Text("protected header (the relay can read this: routing metadata)", style="bold"))
         parts.append(Text(harmless(json.dumps(header, indent=1, ensure_ascii=False))))
     parts.append(Text("envelope as stored (JWE General JSON + sig)", style="bold"))
-    parts.append(Text(harmless(json.dumps(_shorten(doc), indent=1, ensure_ascii=False))))
+    parts.append(Text(harmless(json.dumps(shorten(doc, MAX_SHOWN_CHARS), indent=1, ensure_ascii=False))))
     return Group(*parts)
