@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 from . import article
+from .timing import result_at
 
 CHARTS = {
     "levels": "cost_per_level.png",
@@ -46,14 +47,7 @@ def ratio(a: float | None, b: float | None) -> str:
     return f"{r:.2f}x" if r < 100 else f"{r:,.0f}x"
 
 
-def _m(d, *keys):
-    for k in keys:
-        if not isinstance(d, dict) or k not in d:
-            return None
-        d = d[k]
-    if isinstance(d, dict) and "median_ms" in d:
-        return d["median_ms"]
-    return d
+_m = result_at
 
 
 _NUMERIC = re.compile(r"^[-~]?[\d.,]+( ?(x|%|ms|\(.*\)))?$|^-$|^[\d.,]+ / [\d.,-]+$")

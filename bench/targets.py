@@ -7,18 +7,16 @@ reason in ``detail`` when the suite it needs did not run.
 
 from __future__ import annotations
 
+from .timing import result_at
+
 JWT_WS_LIMIT_MS = 0.001
 """"About zero" for the JWT cost per websocket message: at most 1 µs (ms)."""
 
 
 def _m(d: dict | None, *keys: str) -> float | None:
-    for k in keys:
-        if not isinstance(d, dict) or k not in d:
-            return None
-        d = d[k]
-    if isinstance(d, dict) and "median_ms" in d:
-        return d["median_ms"]
-    return d if isinstance(d, int | float) else None
+    """:func:`result_at`, numbers only."""
+    v = result_at(d, *keys)
+    return v if isinstance(v, int | float) else None
 
 
 def _target(tid: str, text: str, value: float | None, limit: float | None, detail: str = "",

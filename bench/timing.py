@@ -85,3 +85,15 @@ async def measure_async(fn: Callable[[], Awaitable[object]], n: int, warmup: int
         await fn()
         samples.append((clock() - t0) / 1e6)
     return summarize(samples)
+
+
+def result_at(d, *keys):
+    """The value at ``d[k1][k2]...`` in a suite's results (None if any key is missing); a
+    :class:`Stats` dict gives its ``median_ms``."""
+    for k in keys:
+        if not isinstance(d, dict) or k not in d:
+            return None
+        d = d[k]
+    if isinstance(d, dict) and "median_ms" in d:
+        return d["median_ms"]
+    return d
