@@ -9,7 +9,7 @@ import re
 import sqlite3
 from pathlib import Path
 
-from client_tui.core import ChatClient, GapDetected, MessageReceived, MessageUnreadable
+from client_tui.core import ChatClient, ClientError, GapDetected, MessageReceived, MessageUnreadable
 from client_tui.relayproc import RelayProcess
 from shared import frames
 from shared.keys import Identity
@@ -96,9 +96,25 @@ async def barrier(client: ChatClient, timeout: float = 30) -> None:
     An empty ``sync`` is answered after everything already queued on the connection (one
     queue per connection, in order), and the client handles frames one at a time.
     """
-    client._synced.clear()
-    await client._send_frame(frames.Sync(after=MAX_SEQ))
-    await client.wait_synced(timeout)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        # After a relay restart the client may still be in its reconnect backoff, or in the
+        # middle of the sync its connect started: wait for both, then ask (a socket lost in
+        # between sends us around again).
+        while not (client.online and client._synced.is_set()):
+            if loop.time() > deadline:
+                raise AssertionError(f"{client.username} not online and synced in {timeout} s "
+                                     f"(state {client.state})")
+            await asyncio.sleep(0.01)
+        client._synced.clear()
+        try:
+            await client._send_frame(frames.Sync(after=MAX_SEQ))
+            break
+        except ClientError as exc:
+            if exc.code != "offline":
+                raise
+    await client.wait_synced(max(0.1, deadline - loop.time()))
 
 
 class World:
