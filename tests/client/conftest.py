@@ -42,6 +42,15 @@ async def wait_until(predicate, timeout: float = 15, step: float = 0.02) -> None
         await asyncio.sleep(step)
 
 
+async def click_button(pilot, selector: str, timeout: float = 15) -> None:
+    """Click the button ``selector`` once it takes a click: Textual's Button ignores clicks while
+    disabled and during its 0.2 s ``-active`` flash after the previous press (a second click that
+    soon is dropped, as a double click would be)."""
+    button = pilot.app.screen.query_one(selector)
+    await wait_until(lambda: not button.disabled and not button.has_class("-active"), timeout)
+    await pilot.click(selector)
+
+
 class Hostile:
     """A relay that is not there: the test hands frames to the client's frame handler directly,
     so it can rewrite, drop, replay or re-route envelopes at will."""

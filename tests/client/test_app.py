@@ -11,7 +11,7 @@ from client_tui.app import ChatApp, ChatScreen
 from client_tui.core import ChatClient, MessageReceived
 from client_tui.screens import ContactScreen, HelpScreen, LoginScreen, NewConversationScreen
 from client_tui.widgets import Composer
-from tests.client.conftest import rendered_text, tui_client, wait_until
+from tests.client.conftest import click_button, rendered_text, tui_client, wait_until
 from tests.conftest import FAST_KDF, PASSWORD
 
 SIZE = (120, 36)
@@ -29,7 +29,7 @@ async def register_in_ui(app: ChatApp, pilot, name: str) -> None:
     screen.query_one("#passphrase", Input).value = f"{name} passphrase"
     screen.query_one("#register", Checkbox).value = True
     screen.query_one("#bits", Select).value = 2048
-    await pilot.click("#go")
+    await click_button(pilot, "#go")
     await wait_until(lambda: isinstance(app.screen, ChatScreen) and app.client.online, timeout=30)
 
 
@@ -86,12 +86,11 @@ async def test_wrong_passphrase_fails_cleanly_on_the_login_screen(make_client, r
         screen.query_one("#username", Input).value = "alice"
         screen.query_one("#password", Input).value = PASSWORD
         screen.query_one("#passphrase", Input).value = "not the passphrase"
-        await pilot.click("#go")
+        await click_button(pilot, "#go")
         await wait_until(lambda: "wrong passphrase" in str(screen.query_one("#login-error").render()))
         assert app.screen is screen and app.client is None
         screen.query_one("#passphrase", Input).value = "alice passphrase"
-        await wait_until(lambda: not screen.query_one("#go").disabled)
-        await pilot.click("#go")
+        await click_button(pilot, "#go")
         await wait_until(lambda: isinstance(app.screen, ChatScreen), timeout=30)
 
 
