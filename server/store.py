@@ -16,7 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from sqlalchemy import and_, insert, select, tuple_, update
+from sqlalchemy import and_, bindparam, insert, select, tuple_, update
+from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.engine import Engine
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.orm import Session
@@ -213,6 +214,8 @@ def insert_messages(s: Session, items: list[NewMessage]) -> list[StoreResult]:
     Idempotent: a (sender, mid) already stored, or repeated within ``items``, returns the first
     ``seq`` with ``duplicate=True`` and stores nothing more.
     """
+    if s.get_bind().dialect.name == "sqlite":
+        return _insert_messages_sqlite(s.connection().connection.driver_connection, items)
     keys = {(m.sender_id, m.mid) for m in items}
     known: dict[tuple[int, str], int] = {}
     for chunk in _chunks(sorted(keys), 400):
@@ -250,6 +253,57 @@ def insert_messages(s: Session, items: list[NewMessage]) -> list[StoreResult]:
             known[key] = out[-1].seq
         else:
             out.append(StoreResult(known[key], True))
+    return out
+
+
+def _sqlite_sql(stmt, order: tuple[str, ...]) -> str:
+    """``stmt`` compiled once for the ``sqlite3`` driver (qmark style), checking that its
+    positional parameters come in ``order``."""
+    compiled = stmt.compile(dialect=sqlite_dialect.dialect(paramstyle="qmark"))
+    if tuple(compiled.positiontup or ()) != order:
+        raise RuntimeError(f"parameters {compiled.positiontup} are not in the order {order}")
+    return str(compiled)
+
+
+_MESSAGE_COLUMNS = ("conversation_id", "sender_id", "mid", "envelope", "size", "created_at_ms")
+# The hot path's SQL, compiled from the models (one place owns the schema).
+_SQLITE_INSERT_MESSAGE = _sqlite_sql(
+    sqlite_dialect.insert(Message.__table__).values({c: bindparam(c) for c in _MESSAGE_COLUMNS})
+    .on_conflict_do_nothing(index_elements=["sender_id", "mid"]), _MESSAGE_COLUMNS)
+_SQLITE_SEQ_OF = _sqlite_sql(
+    select(Message.seq).where(Message.sender_id == bindparam("sender_id"), Message.mid == bindparam("mid")),
+    ("sender_id", "mid"))
+_SQLITE_INSERT_DELIVERY = _sqlite_sql(
+    insert(Delivery.__table__).values(user_id=bindparam("user_id"), seq=bindparam("seq")), ("user_id", "seq"))
+
+
+def _insert_messages_sqlite(db, items: list[NewMessage]) -> list[StoreResult]:
+    """:func:`insert_messages` on the ``sqlite3`` connection of the writer's open transaction.
+
+    One prepared statement per message (``ON CONFLICT DO NOTHING`` on the (sender, mid) unique
+    key: a repeat inserts nothing and its first ``seq`` is looked up) and one ``executemany``
+    for the deliveries. SQLAlchemy's per-row parameter processing costs ~4x the SQLite work
+    here, and the writer thread holds the GIL for it (measured: 150 messages of 2.9 KB, 9-12 ms
+    through Core with RETURNING, 2.4 ms this way, commit included).
+    """
+    t = now_ms()
+    out: list[StoreResult] = []
+    deliveries: list[tuple[int, int]] = []
+    cur = db.cursor()
+    try:
+        for m in items:
+            cur.execute(_SQLITE_INSERT_MESSAGE,
+                        (m.conversation_id, m.sender_id, m.mid, m.envelope, len(m.envelope), t))
+            if cur.rowcount == 1:
+                seq = cur.lastrowid
+                out.append(StoreResult(seq, False))
+                deliveries.extend((uid, seq) for uid in m.recipient_ids)
+            else:
+                out.append(StoreResult(cur.execute(_SQLITE_SEQ_OF, (m.sender_id, m.mid)).fetchone()[0], True))
+        if deliveries:
+            cur.executemany(_SQLITE_INSERT_DELIVERY, deliveries)
+    finally:
+        cur.close()
     return out
 
 

@@ -27,6 +27,14 @@ def unavailable(what: str, exc: Exception) -> None:
 @pytest.fixture
 async def pg_url():
     """A new database on the local PostgreSQL, dropped afterwards: its SQLAlchemy asyncpg URL."""
+    async with fresh_pg_url() as url:
+        yield url
+
+
+@contextlib.asynccontextmanager
+async def fresh_pg_url():
+    """A new database on the local PostgreSQL for the ``async with`` block: its SQLAlchemy
+    asyncpg URL (skips, or fails under CI, when PostgreSQL is unreachable)."""
     name = f"e2ee_{secrets.token_hex(6)}"
     try:
         admin = await asyncpg.connect(PG_ADMIN, timeout=5)

@@ -1,0 +1,91 @@
+"""The single write path on both engines: group commit, idempotent message ids (across and
+within one batch), one delivery row per recipient, and a bad write failing alone."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select
+
+from server import db, store
+from server.db import Conversation, Delivery, Member, Message, User
+from server.migrate import upgrade
+from shared.errors import E2EEError
+from tests.scale.conftest import fresh_pg_url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+async def writer(request, tmp_path: Path):
+    async with contextlib.AsyncExitStack() as stack:
+        if request.param == "sqlite":
+            url = f"sqlite+aiosqlite:///{tmp_path / 'relay.db'}"
+        else:
+            url = await stack.enter_async_context(fresh_pg_url())
+        async for pair in _writer_on(url):
+            yield pair
+
+
+async def _writer_on(url: str):
+    await asyncio.to_thread(upgrade, url)
+    engine = db.create_engine(url)
+    sessions = db.sessionmaker(engine)
+    w = store.Writer(sessions, db.create_writer_engine(url))
+    w.start()
+
+    def setup(s) -> None:
+        s.add_all([User(id=i, username=n, password_hash="x", created_at_ms=0)
+                   for i, n in ((1, "alice"), (2, "bob"), (3, "carol"))])
+        s.flush()
+        s.add(Conversation(id="conv1", title="t", created_by=1, created_at_ms=0))
+        s.flush()
+        s.add_all([Member(conversation_id="conv1", user_id=u, joined_at_ms=0) for u in (1, 2, 3)])
+
+    await w.run(setup)
+    yield w, sessions
+    await w.stop()
+    await engine.dispose()
+
+
+def new(mid: str, sender: int = 1, conversation: str = "conv1") -> store.NewMessage:
+    return store.NewMessage(conversation, sender, mid, secrets.token_bytes(2900), [1, 2, 3])
+
+
+async def count(sessions, what) -> int:
+    async with sessions() as s:
+        return (await s.execute(select(func.count()).select_from(what))).scalar_one()
+
+
+async def test_one_batch_stores_in_order_and_repeats_get_the_first_seq(writer):
+    w, sessions = writer
+    batches = w.batches
+    first = await asyncio.gather(*(w.run(op) for op in [new("m1"), new("m2"), new("m1"), new("m1", sender=2)]))
+    assert w.batches == batches + 1  # queued together, committed together
+    assert [r.duplicate for r in first] == [False, False, True, False]
+    assert first[2].seq == first[0].seq
+    assert first[0].seq < first[1].seq < first[3].seq  # in queue order
+
+    again = await asyncio.gather(w.run(new("m2")), w.run(new("m3")))
+    assert (again[0].seq, again[0].duplicate) == (first[1].seq, True)
+    assert again[1].seq > first[3].seq and not again[1].duplicate
+
+    assert await count(sessions, Message) == 4
+    assert await count(sessions, Delivery) == 4 * 3
+    async with sessions() as s:
+        rows = (await s.execute(select(Message.seq, Message.size).order_by(Message.seq))).all()
+    assert [seq for seq, _ in rows] == [first[0].seq, first[1].seq, first[3].seq, again[1].seq]
+    assert {size for _, size in rows} == {2900}
+
+
+async def test_a_bad_write_fails_alone_and_the_rest_of_its_batch_commits(writer):
+    w, sessions = writer
+    results = await asyncio.gather(w.run(new("ok1")), w.run(new("bad", conversation="no-such-conversation")),
+                                   w.run(new("ok2")), return_exceptions=True)
+    assert not isinstance(results[0], BaseException) and not isinstance(results[2], BaseException)
+    assert isinstance(results[1], Exception) and not isinstance(results[1], E2EEError)  # an integrity error
+    assert results[0].seq < results[2].seq
+    assert await count(sessions, Message) == 2
+    assert await count(sessions, Delivery) == 2 * 3
