@@ -25,6 +25,19 @@ def b64u_encode(data: bytes) -> str:
     return binascii.b2a_base64(data, newline=False).rstrip(b"=").translate(_TO_URL).decode("ascii")
 
 
+def b64u_check(text: str | bytes, field: str = "value") -> int:
+    """Check that ``text`` is canonical unpadded base64url, without decoding it (the relay
+    checks envelopes it never decrypts); the same rules and errors as :func:`b64u_decode`.
+
+    Returns:
+        the length in bytes that ``text`` decodes to (``len(text) * 3 // 4``).
+
+    Raises:
+        Base64Invalid: as :func:`b64u_decode`.
+    """
+    return len(_checked(text, field)) * 3 // 4
+
+
 def b64u_decode(text: str | bytes, field: str = "value") -> bytes:
     """Decode canonical unpadded base64url ``text`` (``len(text) % 4 != 1``; 0 characters = 0 bytes).
 
@@ -37,6 +50,15 @@ def b64u_decode(text: str | bytes, field: str = "value") -> bytes:
             (``+``, ``/``, whitespace, non-ASCII ...); an impossible length (``len % 4 == 1``); or
             non-zero unused bits in the last character. ``field`` names the field.
     """
+    raw = _checked(text, field)
+    try:
+        return binascii.a2b_base64(raw.translate(_TO_STD) + b"=" * (-len(raw) % 4), strict_mode=True)
+    except binascii.Error:  # unreachable after the checks; kept as a guard
+        raise Base64Invalid(f"{field}: not unpadded base64url", field=field) from None
+
+
+def _checked(text: str | bytes, field: str) -> bytes:
+    """``text`` as ASCII bytes once it passed every rule of :func:`b64u_decode`."""
     if isinstance(text, str):
         try:
             raw = text.encode("ascii")
@@ -52,7 +74,4 @@ def b64u_decode(text: str | bytes, field: str = "value") -> bytes:
     mask = _UNUSED_BITS.get(n % 4)
     if mask is not None and _INDEX[raw[-1]] & mask:
         raise Base64Invalid(f"{field}: non-canonical base64url (unused bits set)", field=field)
-    try:
-        return binascii.a2b_base64(raw.translate(_TO_STD) + b"=" * (-n % 4), strict_mode=True)
-    except binascii.Error:  # unreachable after the checks above; kept as a guard
-        raise Base64Invalid(f"{field}: not unpadded base64url", field=field) from None
+    return raw

@@ -30,6 +30,7 @@ a CEK or a nonce.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -43,7 +44,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ed25519, padding
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from .b64 import b64u_decode, b64u_encode
+from .b64 import b64u_check, b64u_decode, b64u_encode
 from .errors import (
     ConversationMismatch,
     DecryptionFailed,
@@ -147,7 +148,7 @@ class _Envelope(msgspec.Struct, forbid_unknown_fields=True):
 
 @dataclass(frozen=True)
 class _Binary:
-    """The decoded base64url members of a parsed envelope (decoded once, in :func:`parse`)."""
+    """The decoded base64url members of a parsed envelope (decoded once, when first opened)."""
 
     iv: bytes
     ciphertext: bytes
@@ -177,7 +178,14 @@ class ParsedEnvelope:
     raw: bytes
     message_id: bytes
     _env: _Envelope
-    _bin: _Binary | None = None
+
+    @functools.cached_property
+    def _bin(self) -> _Binary:
+        """The base64url members decoded (once; :func:`parse` already checked them)."""
+        e = self._env
+        return _Binary(b64u_decode(e.iv, "iv"), b64u_decode(e.ciphertext, "ciphertext"), b64u_decode(e.tag, "tag"),
+                       b64u_decode(e.sig, "sig"), tuple(b64u_decode(r.encrypted_key, "encrypted_key")
+                                                        for r in e.recipients))
 
     @property
     def recipient_kids(self) -> list[str]:
@@ -353,18 +361,20 @@ def parse(
         raise RecipientListInvalid("recipient key ids differ from the protected rkids", field="recipients")
     for kid in kids:
         _check_kid(kid, "kid")
-    iv = b64u_decode(env.iv, "iv")
-    if len(iv) != NONCE_BYTES:
-        raise NonceInvalid(f"iv is {len(iv)} bytes; must be {NONCE_BYTES}", field="iv")
-    tag = b64u_decode(env.tag, "tag")
-    if len(tag) != TAG_BYTES:
-        raise TagInvalid(f"tag is {len(tag)} bytes; must be {TAG_BYTES}", field="tag")
-    sig = b64u_decode(env.sig, "sig")
-    if len(sig) != SIGNATURE_BYTES:
-        raise SignatureInvalid(f"sig is {len(sig)} bytes; must be {SIGNATURE_BYTES}", field="sig")
-    ciphertext = b64u_decode(env.ciphertext, "ciphertext")
-    wrapped = tuple(b64u_decode(r.encrypted_key, "encrypted_key") for r in env.recipients)
-    return ParsedEnvelope(header, data, mid, env, _Binary(iv, ciphertext, tag, sig, wrapped))
+    # Checked, not decoded: the relay never uses the bytes; open() decodes them once (_bin).
+    n = b64u_check(env.iv, "iv")
+    if n != NONCE_BYTES:
+        raise NonceInvalid(f"iv is {n} bytes; must be {NONCE_BYTES}", field="iv")
+    n = b64u_check(env.tag, "tag")
+    if n != TAG_BYTES:
+        raise TagInvalid(f"tag is {n} bytes; must be {TAG_BYTES}", field="tag")
+    n = b64u_check(env.sig, "sig")
+    if n != SIGNATURE_BYTES:
+        raise SignatureInvalid(f"sig is {n} bytes; must be {SIGNATURE_BYTES}", field="sig")
+    b64u_check(env.ciphertext, "ciphertext")
+    for r in env.recipients:
+        b64u_check(r.encrypted_key, "encrypted_key")
+    return ParsedEnvelope(header, data, mid, env)
 
 
 def _signing_input(env: _Envelope) -> bytes:
@@ -516,8 +526,6 @@ def open(  # noqa: A001 - the module's public verb, used as envelope.open(...)
     parsed = data if isinstance(data, ParsedEnvelope) else parse(
         data, max_bytes=max_bytes, max_recipients=max_recipients
     )
-    if parsed._bin is None:
-        parsed = parse(parsed.raw, max_bytes=max_bytes, max_recipients=max_recipients)
     h, env, bin_ = parsed.header, parsed._env, parsed._bin
     if conversation is not None and h.cid != conversation:
         raise ConversationMismatch(
