@@ -460,8 +460,8 @@ class Relay:
 
     async def _members(self, conversation: str, user_id: int) -> list[store.MemberKey]:
         """Members of ``conversation`` with their current wrap key ids, from a cache that this
-        relay clears when members or keys change and that expires after ``member_cache_s``
-        (the bound on staleness when several relays share the database).
+        relay clears when members or keys change and, on a shared database (not SQLite), that
+        expires after ``member_cache_s`` (the bound on staleness when several relays share it).
 
         Raises:
             Forbidden: ``user_id`` is not one of them.
@@ -539,7 +539,11 @@ class Relay:
         if generation == self._member_generation:  # not invalidated while the query ran
             if len(self._member_cache) >= 50_000:
                 self._member_cache.clear()
-            self._member_cache[conversation] = (time.monotonic() + self.settings.member_cache_s, members)
+            # Alone on its SQLite file this relay sees every change and drops the entry itself;
+            # on a shared database, other relays' changes come as broker notes that may be lost.
+            alone = self.broker is None and self.settings.db_url.startswith("sqlite")
+            ttl = float("inf") if alone else self.settings.member_cache_s
+            self._member_cache[conversation] = (time.monotonic() + ttl, members)
         return members
 
     def forget_members(self, conversation: str | None = None, publish: bool = True) -> None:

@@ -61,7 +61,7 @@ class Settings:
     )
     max_inflight_sends: int = field(default=64, metadata={"help": "unacked sends per connection"})
     member_cache_s: float = field(
-        default=2.0, metadata={"help": "how long a relay trusts its cached member list (other relays' changes)"}
+        default=2.0, metadata={"help": "shared database: how long a relay trusts its cached member list"}
     )
     auth_timeout_s: float = field(default=5.0, metadata={"help": "time to authenticate a websocket"})
     rate_sends_per_s: float = field(default=50.0, metadata={"help": "sends per user per second (0: off)"})
