@@ -844,7 +844,8 @@ def markdown(results: dict, chart_files: list[Path]) -> str:
             _table(["operation", "median ms", "p95 ms", "p99 ms"], rows),
             "",
             f"seal / (N x wrap + encrypt + sign) = **{l4['ratios']['seal_over_floor']:.3f}**; "
-            f"open / (unwrap + decrypt + verify) = **{l4['ratios']['open_over_floor']:.3f}**. Signing with "
+            f"open / (unwrap + decrypt + verify) = **{l4['ratios']['open_over_floor']:.3f}** (each side "
+            f"and its floor, the same primitives on the same inputs, timed in turns: rows l4_*_floor). Signing with "
             f"RSA-PSS instead of Ed25519 would cost {ms(_m(l4, 'rows', 'rsa_pss_sign'))} ms at the sender "
             f"(vs {ms(_m(l4, 'rows', 'ed25519_sign'))}) and {ms(_m(l4, 'rows', 'rsa_pss_verify'))} ms at the "
             f"receiver (vs {ms(_m(l4, 'rows', 'ed25519_verify'))}).",

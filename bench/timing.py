@@ -74,6 +74,31 @@ def measure(fn: Callable[[], object], n: int, warmup: int = 10) -> Stats:
     return summarize(sample(fn, n, warmup))
 
 
+def measure_paired(fns: dict[str, Callable[[], object]], n: int, warmup: int = 5) -> dict[str, Stats]:
+    """Stats (ms) for each of ``fns``, timed in turns: every round calls each function once
+    (in reverse order every other round), so drift in the machine's load lands on all of them
+    alike and the ratio of two medians holds on a noisy machine. GC paused as in :func:`sample`."""
+    names = list(fns)
+    for _ in range(warmup):
+        for name in names:
+            fns[name]()
+    gc.collect()
+    was_enabled = gc.isenabled()
+    gc.disable()
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    clock = time.perf_counter_ns
+    try:
+        for i in range(n):
+            for name in (names if i % 2 == 0 else reversed(names)):
+                t0 = clock()
+                fns[name]()
+                samples[name].append((clock() - t0) / 1e6)
+    finally:
+        if was_enabled:
+            gc.enable()
+    return {name: summarize(samples[name]) for name in names}
+
+
 async def measure_async(fn: Callable[[], Awaitable[object]], n: int, warmup: int = 5) -> Stats:
     """Like :func:`measure` for a coroutine function (each await timed, ms)."""
     for _ in range(warmup):
