@@ -31,7 +31,7 @@ from shared.errors import (
 
 from . import store
 from .auth import Claims, Passwords, Tokens, bearer_token, canonical_username
-from .db import create_engine, create_writer_engine, sessionmaker
+from .db import commits_wait_for_disk, create_engine, create_writer_engine, sessionmaker
 from .limits import RateLimiter
 from .relay import Relay
 from .settings import Settings
@@ -180,6 +180,7 @@ async def metrics(request: Request) -> Response:
     return _json({
         "level": st.settings.level, "stored": m.stored, "checks_s": m.checks_s, "commit_s": m.commit_s,
         "fanout_s": m.fanout_s, "writer_batches": st.writer.batches, "writer_ops": st.writer.ops,
+        "wal_checkpoints": st.writer.checkpoints,
         "connections": len(st.relay.hub.all()),
         "process_cpu_s": time.process_time(),
         "jwt_verifications": st.tokens.verifications, "jwt_cache_hits": st.tokens.cache_hits,
@@ -424,7 +425,7 @@ def create_app(settings: Settings) -> Starlette:
         engine = create_engine(settings.db_url, sqlite_synchronous=settings.sqlite_synchronous)
         writer_engine = create_writer_engine(settings.db_url, sqlite_synchronous=settings.sqlite_synchronous)
         sessions = sessionmaker(engine)
-        writer = store.Writer(sessions, writer_engine)
+        writer = store.Writer(sessions, writer_engine, inline=not commits_wait_for_disk(settings.sqlite_synchronous))
         writer.start()
         tokens = Tokens(settings.jwt_algorithm, settings.resolve_jwt_key(), settings.jwt_issuer,
                         settings.jwt_audience, settings.token_ttl_s, settings.jwt_leeway_s)

@@ -107,7 +107,7 @@ class Delivery(Base):
     acked_at_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
 
 
-def _sqlite_settings(sync: Engine, synchronous: str) -> None:
+def _sqlite_settings(sync: Engine, synchronous: str, autocheckpoint: bool = True) -> None:
     @event.listens_for(sync, "connect")
     def _on_connect(dbapi_conn, _record) -> None:
         dbapi_conn.isolation_level = None  # we emit BEGIN ourselves (below)
@@ -116,6 +116,8 @@ def _sqlite_settings(sync: Engine, synchronous: str) -> None:
         cur.execute("PRAGMA busy_timeout=10000")
         cur.execute("PRAGMA foreign_keys=ON")
         cur.execute(f"PRAGMA synchronous={synchronous}")
+        if not autocheckpoint:
+            cur.execute("PRAGMA wal_autocheckpoint=0")
         cur.close()
 
     @event.listens_for(sync, "begin")
@@ -132,13 +134,22 @@ def create_engine(url: str, *, sqlite_synchronous: str = "NORMAL") -> AsyncEngin
     return engine
 
 
+def commits_wait_for_disk(sqlite_synchronous: str) -> bool:
+    """Whether an SQLite commit waits for an fsync: yes with ``FULL``/``EXTRA``; with ``NORMAL``
+    in WAL mode a commit only appends to the WAL (it survives a killed process, not a power
+    cut) and only checkpoints fsync."""
+    return sqlite_synchronous.upper() != "NORMAL"
+
+
 def create_writer_engine(url: str, *, sqlite_synchronous: str = "NORMAL") -> Engine | None:
-    """For SQLite, a sync ``sqlite3`` engine on the same file for the writer thread (one
-    connection, same pragmas); None for other databases (the writer uses the async engine)."""
+    """For SQLite, a sync ``sqlite3`` engine on the same file for the writer (one connection,
+    same pragmas); None for other databases (the writer uses the async engine). When commits
+    do not wait for the disk the writer checkpoints the WAL itself, from its thread, so this
+    connection's automatic checkpoints are off (see :class:`server.store.Writer`)."""
     if not url.startswith("sqlite+aiosqlite:"):
         return None
     engine = sa_create_engine(url.replace("sqlite+aiosqlite:", "sqlite:", 1), poolclass=SingletonThreadPool)
-    _sqlite_settings(engine, sqlite_synchronous)
+    _sqlite_settings(engine, sqlite_synchronous, autocheckpoint=commits_wait_for_disk(sqlite_synchronous))
     return engine
 
 

@@ -18,22 +18,25 @@ from shared.errors import E2EEError
 from tests.scale.conftest import fresh_pg_url
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite NORMAL", "sqlite FULL", "postgresql"])
 async def writer(request, tmp_path: Path):
+    """A writer on SQLite with commits on the event loop (NORMAL) or in its thread (FULL), or
+    on PostgreSQL."""
     async with contextlib.AsyncExitStack() as stack:
-        if request.param == "sqlite":
+        if request.param.startswith("sqlite"):
             url = f"sqlite+aiosqlite:///{tmp_path / 'relay.db'}"
         else:
             url = await stack.enter_async_context(fresh_pg_url())
-        async for pair in _writer_on(url):
+        async for pair in _writer_on(url, request.param.partition(" ")[2] or "NORMAL"):
             yield pair
 
 
-async def _writer_on(url: str):
+async def _writer_on(url: str, synchronous: str):
     await asyncio.to_thread(upgrade, url)
-    engine = db.create_engine(url)
+    engine = db.create_engine(url, sqlite_synchronous=synchronous)
     sessions = db.sessionmaker(engine)
-    w = store.Writer(sessions, db.create_writer_engine(url))
+    w = store.Writer(sessions, db.create_writer_engine(url, sqlite_synchronous=synchronous),
+                     inline=not db.commits_wait_for_disk(synchronous))
     w.start()
 
     def setup(s) -> None:
@@ -89,3 +92,27 @@ async def test_a_bad_write_fails_alone_and_the_rest_of_its_batch_commits(writer)
     assert results[0].seq < results[2].seq
     assert await count(sessions, Message) == 2
     assert await count(sessions, Delivery) == 2 * 3
+
+
+async def test_sqlite_wal_is_checkpointed_by_the_writer_when_commits_run_inline(tmp_path: Path):
+    """With synchronous=NORMAL the writer's connection has automatic checkpoints off (past
+    SQLite's 1,000-page threshold the database file stays as it was) and the writer's own
+    checkpoint, from its thread, copies the WAL into the database file."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'relay.db'}"
+    db_file = tmp_path / "relay.db"
+    async for w, sessions in _writer_on(url, "NORMAL"):
+        assert w._inline
+        w.CHECKPOINT_INTERVAL_S = 3600
+        if w._checkpoint is not None:  # the one after the fixture's first batch
+            await w._checkpoint
+        size, done = db_file.stat().st_size, w.checkpoints
+        for i in range(10):  # 1,600 x 2.9 KB: over 1,000 WAL pages of 4 KiB
+            await asyncio.gather(*(w.run(new(f"b{i}m{j}")) for j in range(160)))
+        assert (tmp_path / "relay.db-wal").stat().st_size > 1000 * 4096
+        assert db_file.stat().st_size == size and w.checkpoints == done
+        w.CHECKPOINT_INTERVAL_S = 0
+        await w.run(new("last"))
+        await w._checkpoint
+        assert w.checkpoints == done + 1
+        assert db_file.stat().st_size > 1600 * 2900
+        assert await count(sessions, Message) == 1601
