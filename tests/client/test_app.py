@@ -274,3 +274,26 @@ async def test_a_refused_startup_login_falls_back_to_the_login_screen(make_clien
         await wait_until(lambda: isinstance(app.screen, LoginScreen)
                          and "wrong passphrase" in str(app.screen.query_one("#login-error").render()))
         assert app.screen.query_one("#username", Input).value == "alice"
+
+
+async def test_client_events_while_the_app_closes_are_not_applied_to_removed_widgets(make_client):
+    """The session worker feeds client events to the chat screen. When the app closes, Textual
+    removes the screens first and cancels the app's workers after; an event arriving in between
+    (a connection coming online as the user quits) was applied to the removed widgets: NoMatches
+    crashed the worker and the app (seen under CI load at the end of the wrong-passphrase test)."""
+    from client_tui.core import ConnectionState
+
+    alice = await make_client("alice")
+    app = ChatApp(alice)
+    async with app.run_test(size=SIZE):
+        await wait_until(lambda: alice.online and app.connection == "online")
+        prune = app._prune
+
+        async def prune_then_an_event(*nodes, **kw) -> None:
+            await prune(*nodes, **kw)
+            if any(n is app.chat for n in nodes):  # the chat screen is gone, the worker still runs
+                alice.events.put_nowait(ConnectionState("offline", "late"))
+                await asyncio.sleep(0.05)
+
+        app._prune = prune_then_an_event
+
