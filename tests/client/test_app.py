@@ -11,7 +11,7 @@ from client_tui.app import ChatApp, ChatScreen
 from client_tui.core import ChatClient, MessageReceived
 from client_tui.screens import ContactScreen, HelpScreen, LoginScreen, NewConversationScreen
 from client_tui.widgets import Composer
-from tests.client.conftest import click_button, rendered_text, tui_client, wait_until
+from tests.client.conftest import click_button, rendered_text, screen_ready, tui_client, wait_until
 from tests.conftest import FAST_KDF, PASSWORD
 
 SIZE = (120, 36)
@@ -22,7 +22,7 @@ def texts(app: ChatApp) -> list[str | None]:
 
 
 async def register_in_ui(app: ChatApp, pilot, name: str) -> None:
-    await wait_until(lambda: isinstance(app.screen, LoginScreen))
+    await wait_until(lambda: screen_ready(app, LoginScreen))
     screen = app.screen
     screen.query_one("#username", Input).value = name
     screen.query_one("#password", Input).value = PASSWORD
@@ -81,8 +81,8 @@ async def test_wrong_passphrase_fails_cleanly_on_the_login_screen(make_client, r
     await alice.close()
     app = ChatApp(server=relay.url, profile_root=tmp_path / "clients", kdf=FAST_KDF)
     async with app.run_test(size=SIZE) as pilot:
+        await wait_until(lambda: screen_ready(app, LoginScreen))
         screen = app.screen
-        assert isinstance(screen, LoginScreen)
         screen.query_one("#username", Input).value = "alice"
         screen.query_one("#password", Input).value = PASSWORD
         screen.query_one("#passphrase", Input).value = "not the passphrase"
@@ -271,7 +271,7 @@ async def test_a_refused_startup_login_falls_back_to_the_login_screen(make_clien
 
     app = ChatApp(client, startup=startup)
     async with app.run_test(size=SIZE):
-        await wait_until(lambda: isinstance(app.screen, LoginScreen)
+        await wait_until(lambda: screen_ready(app, LoginScreen)  # pushed by a worker: composed later
                          and "wrong passphrase" in str(app.screen.query_one("#login-error").render()))
         assert app.screen.query_one("#username", Input).value == "alice"
 
