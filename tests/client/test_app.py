@@ -9,7 +9,7 @@ from textual.widgets import Checkbox, Input, Select
 
 from client_tui.app import ChatApp, ChatScreen
 from client_tui.core import ChatClient, MessageReceived
-from client_tui.screens import ContactScreen, HelpScreen, LoginScreen, NewConversationScreen
+from client_tui.screens import ContactScreen, HelpScreen, LoginScreen, MembersScreen, NewConversationScreen
 from client_tui.widgets import Composer
 from tests.client.conftest import click_button, rendered_text, screen_ready, tui_client, wait_until
 from tests.conftest import FAST_KDF, PASSWORD
@@ -51,7 +51,7 @@ async def test_register_two_users_start_a_conversation_send_and_receive(relay, t
         await register_in_ui(bob_app, bob, "bob")
         await register_in_ui(alice_app, alice, "alice")
         await alice.press("ctrl+n")
-        await wait_until(lambda: isinstance(alice_app.screen, NewConversationScreen))
+        await wait_until(lambda: screen_ready(alice_app, NewConversationScreen, focus="#members"))
         await alice.press(*"bob", "enter")
         await wait_until(lambda: isinstance(alice_app.screen, ChatScreen) and alice_app.chat.conversation)
         conv = alice_app.chat.conversation
@@ -102,11 +102,12 @@ async def test_help_and_command_palette_list_the_main_actions(make_client):
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(lambda: app.client.online)
         await pilot.press("f1")
-        assert isinstance(app.screen, HelpScreen)
+        await wait_until(lambda: screen_ready(app, HelpScreen))
         keys = [k for k, _ in app.help_rows()]
         for key in ("f1", "f2", "ctrl+n", "ctrl+g", "ctrl+k", "ctrl+q", "enter (composer)", "ctrl+p"):
             assert any(k.startswith(key) for k in keys), key
         await pilot.press("escape")
+        await wait_until(lambda: app.screen is app.chat)
         titles = [c.title for c in app.get_system_commands(app.screen)]
         for t in ("New conversation", "Members", "Keys and safety number", "Inspector", "Help"):
             assert t in titles
@@ -123,7 +124,7 @@ async def test_inspector_shows_ciphertext_only(make_client):
         await alice.send_text(conv, secret)
         await wait_until(lambda: texts(app) == [secret])
         await pilot.press("f2")
-        assert app.chat.query_one("#inspector").display
+        await wait_until(lambda: app.chat.query_one("#inspector").display)
         rec = app.chat.log_view.selected_record
         assert rec is not None and rec.text == secret
         shown = rendered_text(app.chat.inspected)
@@ -141,10 +142,12 @@ async def test_inspector_shows_ciphertext_only(make_client):
         await pilot.press(*"and my answer", "enter")
         await wait_until(lambda: len(app.chat.records) == 2 and app.chat.records[1].state != "sending")
         await pilot.press("ctrl+down")
+        # the selection moves at once, the inspector follows when the screen handles Selected
+        await wait_until(lambda: "wrap × 2" in rendered_text(app.chat.inspected))  # only mine were wrapped
         shown = rendered_text(app.chat.inspected)
         assert "wrap × 2" in shown and "sign (Ed25519)" in shown and "and my answer" not in shown
         await pilot.press("escape")
-        assert not app.chat.query_one("#inspector").display
+        await wait_until(lambda: not app.chat.query_one("#inspector").display)
     await alice.close()
 
 
@@ -165,11 +168,12 @@ async def test_key_change_warns_and_blocks_sending_until_accepted(make_client, r
         await wait_until(lambda: banner.display)
         assert "bob's key changed" in str(banner.render()) and "signed by their previous key" in str(banner.render())
         await type_and_send(pilot, "blocked?")
-        await pilot.pause()
+        # Enter clears the composer at once; the send worker gives the text back when it is refused
+        composer = app.chat.query_one("#composer", Composer)
+        await wait_until(lambda: composer.text == "blocked?")  # the text is kept
         assert texts(app) == ["before"]  # nothing sent
-        assert app.chat.query_one("#composer", Composer).text == "blocked?"  # the text is kept
         await pilot.press("ctrl+k")
-        assert isinstance(app.screen, ContactScreen)
+        await wait_until(lambda: screen_ready(app, ContactScreen))
         body = rendered_text(app.screen.body)
         assert "old wrap key" in body and "new wrap key" in body
         from shared.keys import fingerprint
@@ -177,7 +181,7 @@ async def test_key_change_warns_and_blocks_sending_until_accepted(make_client, r
         assert fingerprint(old.wrap_kid).split()[0] in body and fingerprint(bob.identity.wrap_kid).split()[0] in body
         await pilot.press("a")
         await pilot.press("escape")
-        assert isinstance(app.screen, ChatScreen)
+        await wait_until(lambda: app.screen is app.chat)
         await wait_until(lambda: not banner.display)
         await pilot.press("enter")
         await wait_until(lambda: texts(app) == ["before", "blocked?"])
@@ -212,10 +216,12 @@ async def test_unread_counts_switching_and_the_members_dialog(make_client):
         await wait_until(lambda: texts(app) == ["in two, first", "in two, second"])
         assert app.chat.conversation == two and label_text(app, two) == "two"
         await pilot.press("ctrl+g")
+        await wait_until(lambda: screen_ready(app, MembersScreen, focus="#add"))
         await pilot.press(*"carol", "enter")
         await wait_until(lambda: "carol" in bob.members[two])
         await pilot.press("escape")
-        assert "carol" in str(app.chat.query_one("#title").render())
+        await wait_until(lambda: app.screen is app.chat)
+        await wait_until(lambda: "carol" in str(app.chat.query_one("#title").render()))  # the dialog's callback
         await pilot.press(*"hello carol", "enter")
         await carol.connect()
         await wait_until(lambda: any(r.text == "hello carol" for r in app.chat.records))
