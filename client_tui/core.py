@@ -839,8 +839,15 @@ class ChatClient:
             started = time.monotonic()
             reader = self._reader
             assert reader is not None
-            with contextlib.suppress(asyncio.CancelledError):
+            try:
                 await asyncio.shield(reader)
+            except asyncio.CancelledError:
+                # The reader ending cancelled is a lost connection like any other; this task being
+                # cancelled (the event loop shutting down, a caller giving up) ends the session. A
+                # session that swallowed its own cancellation reconnected forever, and the loop's
+                # shutdown waited for it forever.
+                if asyncio.current_task().cancelling():
+                    raise
             if self._closing:
                 return
             code, reason = self.last_close
