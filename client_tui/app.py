@@ -503,6 +503,8 @@ class ChatApp(App):
             await client.refresh_conversations()
         except E2EEError as exc:
             self.notify(f"could not load conversations: {exc.message}", severity="warning")
+        if not self.is_running:  # closed while the conversations loaded (see below)
+            return
         if not chat.conversation and client.titles:
             chat.open_conversation(next(reversed(client.titles)))
         client.start()
@@ -510,6 +512,10 @@ class ChatApp(App):
             batch = [await client.events.get()]
             while len(batch) < EVENT_BATCH and not client.events.empty():
                 batch.append(client.events.get_nowait())
+            if not self.is_running:
+                # The app is closing: Textual removes the screens before it cancels this worker,
+                # so the chat screen's widgets may be gone already. Nothing is left to show.
+                return
             chat.apply(batch)
             await asyncio.sleep(0)
 

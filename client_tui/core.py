@@ -63,6 +63,19 @@ MAX_RESEALS = 3
 KEY_REFETCH_S = 5.0
 
 
+class SenderKeyUnavailable(Exception):
+    """A message's sender has no pinned key and the relay could not be reached to fetch it.
+
+    Not an :class:`E2EEError`: the message is not "could not verify", it is not processed yet.
+    The reader drops the connection without advancing the cursor or acknowledging it, so the
+    message comes again by the sync after the reconnect, and the key is fetched then.
+    """
+
+    def __init__(self, user: str) -> None:
+        super().__init__(f"{user}'s keys could not be fetched: relay unreachable")
+        self.user = user
+
+
 class ClientError(E2EEError):
     """A request to the relay failed; ``code`` is the relay's error code when it sent one."""
 
@@ -839,8 +852,15 @@ class ChatClient:
             started = time.monotonic()
             reader = self._reader
             assert reader is not None
-            with contextlib.suppress(asyncio.CancelledError):
+            try:
                 await asyncio.shield(reader)
+            except asyncio.CancelledError:
+                # The reader ending cancelled is a lost connection like any other; this task being
+                # cancelled (the event loop shutting down, a caller giving up) ends the session. A
+                # session that swallowed its own cancellation reconnected forever, and the loop's
+                # shutdown waited for it forever.
+                if asyncio.current_task().cancelling():
+                    raise
             if self._closing:
                 return
             code, reason = self.last_close
@@ -931,6 +951,10 @@ class ChatClient:
                 await self._on_frame(frame)
         except ConnectionClosed:
             pass
+        except SenderKeyUnavailable as exc:
+            log.warning("%s; reconnecting to receive the message again", exc)
+            with contextlib.suppress(Exception):
+                await ws.close()
         finally:
             if self._ws is ws:
                 self._ws = None
@@ -1048,6 +1072,8 @@ class ChatClient:
             try:
                 await self.fetch_keys(user)
             except ClientError as exc:
+                if exc.code == "unreachable":  # no answer about the key at all: do not judge the message
+                    raise SenderKeyUnavailable(user) from exc
                 log.info("could not fetch %s's keys: %s", user, exc.code)
                 break
         raise UnknownSenderKey(f"{user}'s signing key {skid[:8]}… is not a key pinned for them", field="skid")

@@ -51,6 +51,17 @@ async def click_button(pilot, selector: str, timeout: float = 15) -> None:
     await pilot.click(selector)
 
 
+def screen_ready(app, kind, focus: str | None = None) -> bool:
+    """The app's screen is a ``kind`` that has composed and mounted its widgets (and ``focus``, a
+    selector, has the focus): queries find its widgets and keys reach it. A pushed screen is
+    ``app.screen`` at once, but composes, mounts and takes the focus in later turns of the loop;
+    under load, a key sent before that goes to no widget and is lost."""
+    screen = app.screen
+    if not isinstance(screen, kind) or not screen.is_mounted:
+        return False
+    return focus is None or (screen.focused is not None and screen.focused is screen.query_one(focus))
+
+
 class Hostile:
     """A relay that is not there: the test hands frames to the client's frame handler directly,
     so it can rewrite, drop, replay or re-route envelopes at will."""

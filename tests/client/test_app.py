@@ -9,9 +9,9 @@ from textual.widgets import Checkbox, Input, Select
 
 from client_tui.app import ChatApp, ChatScreen
 from client_tui.core import ChatClient, MessageReceived
-from client_tui.screens import ContactScreen, HelpScreen, LoginScreen, NewConversationScreen
+from client_tui.screens import ContactScreen, HelpScreen, LoginScreen, MembersScreen, NewConversationScreen
 from client_tui.widgets import Composer
-from tests.client.conftest import click_button, rendered_text, tui_client, wait_until
+from tests.client.conftest import click_button, rendered_text, screen_ready, tui_client, wait_until
 from tests.conftest import FAST_KDF, PASSWORD
 
 SIZE = (120, 36)
@@ -22,7 +22,7 @@ def texts(app: ChatApp) -> list[str | None]:
 
 
 async def register_in_ui(app: ChatApp, pilot, name: str) -> None:
-    await wait_until(lambda: isinstance(app.screen, LoginScreen))
+    await wait_until(lambda: screen_ready(app, LoginScreen))
     screen = app.screen
     screen.query_one("#username", Input).value = name
     screen.query_one("#password", Input).value = PASSWORD
@@ -51,7 +51,7 @@ async def test_register_two_users_start_a_conversation_send_and_receive(relay, t
         await register_in_ui(bob_app, bob, "bob")
         await register_in_ui(alice_app, alice, "alice")
         await alice.press("ctrl+n")
-        await wait_until(lambda: isinstance(alice_app.screen, NewConversationScreen))
+        await wait_until(lambda: screen_ready(alice_app, NewConversationScreen, focus="#members"))
         await alice.press(*"bob", "enter")
         await wait_until(lambda: isinstance(alice_app.screen, ChatScreen) and alice_app.chat.conversation)
         conv = alice_app.chat.conversation
@@ -81,8 +81,8 @@ async def test_wrong_passphrase_fails_cleanly_on_the_login_screen(make_client, r
     await alice.close()
     app = ChatApp(server=relay.url, profile_root=tmp_path / "clients", kdf=FAST_KDF)
     async with app.run_test(size=SIZE) as pilot:
+        await wait_until(lambda: screen_ready(app, LoginScreen))
         screen = app.screen
-        assert isinstance(screen, LoginScreen)
         screen.query_one("#username", Input).value = "alice"
         screen.query_one("#password", Input).value = PASSWORD
         screen.query_one("#passphrase", Input).value = "not the passphrase"
@@ -102,11 +102,12 @@ async def test_help_and_command_palette_list_the_main_actions(make_client):
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(lambda: app.client.online)
         await pilot.press("f1")
-        assert isinstance(app.screen, HelpScreen)
+        await wait_until(lambda: screen_ready(app, HelpScreen))
         keys = [k for k, _ in app.help_rows()]
         for key in ("f1", "f2", "ctrl+n", "ctrl+g", "ctrl+k", "ctrl+q", "enter (composer)", "ctrl+p"):
             assert any(k.startswith(key) for k in keys), key
         await pilot.press("escape")
+        await wait_until(lambda: app.screen is app.chat)
         titles = [c.title for c in app.get_system_commands(app.screen)]
         for t in ("New conversation", "Members", "Keys and safety number", "Inspector", "Help"):
             assert t in titles
@@ -123,7 +124,7 @@ async def test_inspector_shows_ciphertext_only(make_client):
         await alice.send_text(conv, secret)
         await wait_until(lambda: texts(app) == [secret])
         await pilot.press("f2")
-        assert app.chat.query_one("#inspector").display
+        await wait_until(lambda: app.chat.query_one("#inspector").display)
         rec = app.chat.log_view.selected_record
         assert rec is not None and rec.text == secret
         shown = rendered_text(app.chat.inspected)
@@ -141,10 +142,12 @@ async def test_inspector_shows_ciphertext_only(make_client):
         await pilot.press(*"and my answer", "enter")
         await wait_until(lambda: len(app.chat.records) == 2 and app.chat.records[1].state != "sending")
         await pilot.press("ctrl+down")
+        # the selection moves at once, the inspector follows when the screen handles Selected
+        await wait_until(lambda: "wrap × 2" in rendered_text(app.chat.inspected))  # only mine were wrapped
         shown = rendered_text(app.chat.inspected)
         assert "wrap × 2" in shown and "sign (Ed25519)" in shown and "and my answer" not in shown
         await pilot.press("escape")
-        assert not app.chat.query_one("#inspector").display
+        await wait_until(lambda: not app.chat.query_one("#inspector").display)
     await alice.close()
 
 
@@ -165,11 +168,12 @@ async def test_key_change_warns_and_blocks_sending_until_accepted(make_client, r
         await wait_until(lambda: banner.display)
         assert "bob's key changed" in str(banner.render()) and "signed by their previous key" in str(banner.render())
         await type_and_send(pilot, "blocked?")
-        await pilot.pause()
+        # Enter clears the composer at once; the send worker gives the text back when it is refused
+        composer = app.chat.query_one("#composer", Composer)
+        await wait_until(lambda: composer.text == "blocked?")  # the text is kept
         assert texts(app) == ["before"]  # nothing sent
-        assert app.chat.query_one("#composer", Composer).text == "blocked?"  # the text is kept
         await pilot.press("ctrl+k")
-        assert isinstance(app.screen, ContactScreen)
+        await wait_until(lambda: screen_ready(app, ContactScreen))
         body = rendered_text(app.screen.body)
         assert "old wrap key" in body and "new wrap key" in body
         from shared.keys import fingerprint
@@ -177,7 +181,7 @@ async def test_key_change_warns_and_blocks_sending_until_accepted(make_client, r
         assert fingerprint(old.wrap_kid).split()[0] in body and fingerprint(bob.identity.wrap_kid).split()[0] in body
         await pilot.press("a")
         await pilot.press("escape")
-        assert isinstance(app.screen, ChatScreen)
+        await wait_until(lambda: app.screen is app.chat)
         await wait_until(lambda: not banner.display)
         await pilot.press("enter")
         await wait_until(lambda: texts(app) == ["before", "blocked?"])
@@ -212,10 +216,12 @@ async def test_unread_counts_switching_and_the_members_dialog(make_client):
         await wait_until(lambda: texts(app) == ["in two, first", "in two, second"])
         assert app.chat.conversation == two and label_text(app, two) == "two"
         await pilot.press("ctrl+g")
+        await wait_until(lambda: screen_ready(app, MembersScreen, focus="#add"))
         await pilot.press(*"carol", "enter")
         await wait_until(lambda: "carol" in bob.members[two])
         await pilot.press("escape")
-        assert "carol" in str(app.chat.query_one("#title").render())
+        await wait_until(lambda: app.screen is app.chat)
+        await wait_until(lambda: "carol" in str(app.chat.query_one("#title").render()))  # the dialog's callback
         await pilot.press(*"hello carol", "enter")
         await carol.connect()
         await wait_until(lambda: any(r.text == "hello carol" for r in app.chat.records))
@@ -271,6 +277,29 @@ async def test_a_refused_startup_login_falls_back_to_the_login_screen(make_clien
 
     app = ChatApp(client, startup=startup)
     async with app.run_test(size=SIZE):
-        await wait_until(lambda: isinstance(app.screen, LoginScreen)
+        await wait_until(lambda: screen_ready(app, LoginScreen)  # pushed by a worker: composed later
                          and "wrong passphrase" in str(app.screen.query_one("#login-error").render()))
         assert app.screen.query_one("#username", Input).value == "alice"
+
+
+async def test_client_events_while_the_app_closes_are_not_applied_to_removed_widgets(make_client):
+    """The session worker feeds client events to the chat screen. When the app closes, Textual
+    removes the screens first and cancels the app's workers after; an event arriving in between
+    (a connection coming online as the user quits) was applied to the removed widgets: NoMatches
+    crashed the worker and the app (seen under CI load at the end of the wrong-passphrase test)."""
+    from client_tui.core import ConnectionState
+
+    alice = await make_client("alice")
+    app = ChatApp(alice)
+    async with app.run_test(size=SIZE):
+        await wait_until(lambda: alice.online and app.connection == "online")
+        prune = app._prune
+
+        async def prune_then_an_event(*nodes, **kw) -> None:
+            await prune(*nodes, **kw)
+            if any(n is app.chat for n in nodes):  # the chat screen is gone, the worker still runs
+                alice.events.put_nowait(ConnectionState("offline", "late"))
+                await asyncio.sleep(0.05)
+
+        app._prune = prune_then_an_event
+

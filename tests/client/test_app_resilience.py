@@ -44,12 +44,14 @@ async def test_relay_restarted_mid_conversation_nothing_lost_or_doubled(relay, t
 
         relay.stop()  # graceful: the relay closes every websocket with 1001
         await wait_until(lambda: not alice.online and not bob.online)
-        assert "offline" in status(alice_app)
+        await wait_until(lambda: "offline" in status(alice_app))  # the app applies the client's event later
         await ap.press(*"three while the relay is down", "enter")
         await bp.press(*"four while the relay is down", "enter")
         await wait_until(lambda: len(alice.outbox) == 1 and len(bob.outbox) == 1)
+        # the client's outbox first, the app's records and status line once it applied the events
+        await wait_until(lambda: texts(alice_app)[-1] == "three while the relay is down"
+                         and "outbox 1" in status(alice_app))
         assert alice_app.chat.records[-1].state == "sending"
-        assert "outbox 1" in status(alice_app)
 
         t0 = time.perf_counter()
         relay.start()  # same port, same data folder

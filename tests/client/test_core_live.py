@@ -254,3 +254,15 @@ async def test_relay_killed_with_a_full_outbox_resumes_without_spinning(make_cli
     assert sorted(r.text for r in await bob.load_history(conv)) == sorted(f"m{i}" for i in range(60))
     assert [r.ctr for r in await alice.load_history(conv)] == list(range(1, 61))
     await close_all(alice, bob)
+
+
+async def test_a_cancelled_session_task_ends_instead_of_reconnecting(make_client):
+    """start()'s task, cancelled while connected (as the event loop's shutdown cancels every task
+    when a test failed before close()), must end. It suppressed the CancelledError meant for the
+    reader and went on reconnecting: a failing test then hung CI in the loop's teardown."""
+    alice = await make_client("alice")
+    session = alice.start()
+    await wait_until(lambda: alice.online)
+    session.cancel()
+    await asyncio.wait({session}, timeout=10)
+    assert session.cancelled()

@@ -156,3 +156,27 @@ async def test_k06_substituted_key_mid_conversation_warns_and_blocks_sending(off
     assert bob.contacts["alice"].verified
     assert bob.contacts["alice"].changes[-1]["decision"] == "verified"
     assert any(isinstance(e, ContactChanged) for e in drain(bob))
+
+
+async def test_a_sender_key_that_cannot_be_fetched_leaves_the_message_for_the_next_sync(offline_bob, identities):
+    """Seen under CI load in test_relay_killed_and_restarted_nothing_lost_or_doubled: bob got
+    alice's first messages just before the relay was killed, could not fetch her key, and kept them
+    for good as "could not verify" (cursor past them, acknowledged). An unreachable relay says
+    nothing about the key: the message must stay unprocessed, to come again by sync."""
+    import pytest
+
+    from client_tui.core import Contact, SenderKeyUnavailable
+
+    bob, relay = offline_bob
+    del bob.contacts["alice"]  # not pinned yet, and bob's relay (port 9) does not answer
+    del bob._key_fetched_at["alice"]
+    data = relay.seal("alice", "sent just before the relay died")
+    with pytest.raises(SenderKeyUnavailable):
+        await relay.deliver(data, sender="alice", seq=1)
+    assert drain(bob) == [] and bob._state.cursor == 0 and bob._ack_due == 0
+    assert await bob.load_history("conv-1") == []
+    # after the reconnect the sync delivers it again; now the key is there
+    bob.contacts["alice"] = Contact(identities["alice"].public)
+    await relay.deliver(data, sender="alice", seq=1)
+    assert [e.text for e in drain(bob) if isinstance(e, MessageReceived)] == ["sent just before the relay died"]
+    assert bob._state.cursor == 1
