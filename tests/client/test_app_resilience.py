@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -78,6 +79,15 @@ def rsa3072():
     return {n: Identity.generate(n, 3072) for n in ("alice", "bob")}
 
 
+def _runqueue_wait_s():
+    """A function giving the seconds the calling thread has waited on a run queue so far
+    (Linux ``/proc/thread-self/schedstat``, second field), or always 0 where that is missing."""
+    path = Path("/proc/thread-self/schedstat")
+    if not path.exists():
+        return lambda: 0.0
+    return lambda: int(path.read_text().split()[1]) / 1e9
+
+
 async def test_burst_of_500_rsa3072_messages_keeps_the_ui_responsive(rsa3072, tmp_path):
     relay = start_relay(tmp_path / "relay", env={"E2EE_RATE_SENDS_PER_S": "0"})  # the burst is the point here
     alice, bob = tui_client(relay, tmp_path / "c", "alice"), tui_client(relay, tmp_path / "c", "bob")
@@ -100,14 +110,22 @@ async def test_burst_of_500_rsa3072_messages_keeps_the_ui_responsive(rsa3072, tm
             stalls: list[float] = []
             done = asyncio.Event()
 
+            own: list[float] = []
+            waited = _runqueue_wait_s()
+
             async def monitor() -> None:  # runs on the app's event loop, like every UI callback
+                # A stall is the loop's late wake-up. Time the loop's thread spent runnable but not
+                # run (waiting for a CPU: the kernel's run-queue wait) is the machine's load, not
+                # the app's doing; everything else counts: the loop's own work, blocking I/O, a
+                # worker holding the GIL.
                 tick = 0.005
-                last = time.perf_counter()
+                last, last_wait = time.perf_counter(), waited()
                 while not done.is_set():
                     await asyncio.sleep(tick)
-                    now = time.perf_counter()
+                    now, wait = time.perf_counter(), waited()
                     stalls.append(now - last - tick)
-                    last = now
+                    own.append(now - last - tick - (wait - last_wait))
+                    last, last_wait = now, wait
 
             t0 = time.perf_counter()
             sender = await asyncio.create_subprocess_exec(  # another process: its work is not on this loop
@@ -122,10 +140,11 @@ async def test_burst_of_500_rsa3072_messages_keeps_the_ui_responsive(rsa3072, tm
             done.set()
             await watcher
             assert await sender.wait() == 0
-            top = sorted(stalls)[-3:]
+            top, top_own = sorted(stalls)[-3:], sorted(own)[-3:]
             print(f"\n{BURST} RSA-3072 messages shown in {elapsed:.2f} s; worst UI-loop stalls "
-                  f"{', '.join(f'{s * 1000:.1f}' for s in reversed(top))} ms over {len(stalls)} ticks")
-            assert max(stalls) < STALL_LIMIT_S
+                  f"{', '.join(f'{s * 1000:.1f}' for s in reversed(top))} ms over {len(stalls)} ticks "
+                  f"(less run-queue waits: {', '.join(f'{s * 1000:.1f}' for s in reversed(top_own))} ms)")
+            assert max(own) < STALL_LIMIT_S
             # pipelined sends may be stored out of order by the relay: all shown once, in the relay's order
             assert sorted(texts(app)) == sorted(f"burst {i}" for i in range(BURST))
             seqs = [r.seq for r in app.chat.records]
