@@ -149,10 +149,11 @@ async def test_no_auth_frame_in_time_closes(make_client, tmp_path):
 async def test_connection_closes_when_its_token_expires_unless_renewed(make_client, tmp_path):
     relay = start_relay(tmp_path / "short", env={"E2EE_TOKEN_TTL_S": "2", "E2EE_JWT_LEEWAY_S": "0"})
     try:
-        alice = await make_client("alice", url=relay.url)
-        stale = await open_ws(relay, alice.token)
+        await make_client("alice", url=relay.url)
+        short = make_token(relay.data_dir, exp=int(time.time()) + 4)  # minted now, not at registration
+        stale = await open_ws(relay, short)
         await recv_type(stale, "ready")
-        kept = await open_ws(relay, alice.token)
+        kept = await open_ws(relay, short)
         await recv_type(kept, "ready")
         fresh = make_token(relay.data_dir, exp=int(time.time()) + 60)
         await kept.send(json.dumps({"type": "auth", "token": fresh}))
