@@ -286,7 +286,7 @@ def _insert_messages_sqlite(db, items: list[NewMessage]) -> list[StoreResult]:
     key: a repeat inserts nothing and its first ``seq`` is looked up) and one ``executemany``
     for the deliveries. SQLAlchemy's per-row parameter processing costs ~4x the SQLite work
     here, and the writer thread holds the GIL for it (measured: 150 messages of 2.9 KB, 9-12 ms
-    through Core with RETURNING, 2.4 ms this way, commit included).
+    through Core with RETURNING, ~4 ms this way through the writer, commit included).
     """
     t = now_ms()
     out: list[StoreResult] = []
