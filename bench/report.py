@@ -886,14 +886,19 @@ def markdown(results: dict, chart_files: list[Path]) -> str:
             "",
         ]
         out += [f"- skipped: {s}" for s in path.get("skipped", [])]
-        if "cross_relay_added_p50_ms" in path:
+        cross = results.get("cross") or (path if "cross_relay_added_p50_ms" in path else None)
+        if cross and "cross_relay_added_p50_ms" in cross:
+            p50 = {c["topology"]: c["e2e"]["median_ms"] for c in cross.get("configs", [])}
+            both = ", ".join(f"{name} {ms(v)} ms" for name, v in p50.items())
             out += [
                 "",
-                f"**Two relays** (PostgreSQL + Redis fan-out): the cross-relay hop adds "
-                f"{ms(path['cross_relay_added_p50_ms'])} ms at p50 over both users on one relay with the same "
-                "database.",
+                f"**Two relays** (PostgreSQL + Redis fan-out, `e2ee-bench path --relays 2`): the cross-relay hop "
+                f"adds {ms(cross['cross_relay_added_p50_ms'])} ms at p50 over both users on one relay with the "
+                f"same database (L4 end-to-end p50: {both}).",
                 "",
             ]
+        elif cross:
+            out += [f"- two relays skipped: {s}" for s in cross.get("skipped", [])]
     if rec:
         out += [
             "## Beyond the article: cost against the number of recipients",
