@@ -80,8 +80,36 @@ UNREADABLE_TEXT = {
 }
 
 
+_MALFORMED = "it is not a well-formed envelope: damaged on the way, or built wrongly"
+# What each reason an envelope fails to open means, in words a user can act on (the inspector
+# shows it next to the error code; PROTOCOL.md §5.7 lists the checks).
+REASON_WORDS = {
+    "conversation_mismatch": "it was written for another conversation: the relay delivered it in this one",
+    "sender_mismatch": "the relay names someone other than the sender who signed it",
+    "signature_invalid": "its signature does not verify: it was changed after it was sent, or forged",
+    "unknown_sender_key": "it is signed with a key that is not the one you have for this sender",
+    "decryption_failed": "its encrypted text fails the integrity check: it was changed on the way",
+    "unwrap_failed": "the message key encrypted for you is damaged, or was not made for your key",
+    "not_a_recipient": "it was not encrypted for your key",
+    "recipient_list_invalid": "its list of recipients was changed after it was signed",
+    "recipient_duplicated": "its list of recipients names one key twice",
+    "unsupported_algorithm": "it uses a format or an algorithm this client does not accept",
+    "envelope_too_large": "it is larger than this client accepts",
+    "too_many_recipients": "it names more recipients than this client accepts",
+    "envelope_malformed": _MALFORMED, "base64_invalid": _MALFORMED, "nonce_invalid": _MALFORMED,
+    "tag_invalid": _MALFORMED, "trailing_data": _MALFORMED, "duplicate_member": _MALFORMED,
+    "malformed": _MALFORMED,
+}
+
+
 def unreadable_text(reason: str) -> str:
+    """The message list's line for a message that did not open ("could not verify")."""
     return UNREADABLE_TEXT.get(reason, "could not verify")
+
+
+def reason_words(reason: str) -> str:
+    """Why a message did not open, in plain words (for the inspector), from its error code."""
+    return REASON_WORDS.get(reason, "it failed a check before any text was shown")
 
 
 @dataclass
@@ -462,6 +490,7 @@ def inspect_record(record: Record | None, *, kid_names: dict[str, str], me: str)
     parts.append(title)
     if record.state == "unreadable":
         parts.append(Text.assemble(("could not verify: ", "bold red"), (record.reason, "red"),
+                                   (" — " + reason_words(record.reason), "red"),
                                    ("  " + harmless(record.detail), "dim")))
     env = record.envelope
     if env is None:

@@ -15,7 +15,7 @@ import pytest
 from rich.console import Console
 
 from client_tui.core import ChatClient, ClientError, KeyChangeBlocked, KeyChanged, MessageReceived
-from client_tui.widgets import inspect_record, unreadable_text
+from client_tui.widgets import inspect_record, reason_words, unreadable_text
 from shared.keys import fingerprint, safety_number
 from tests.security.helpers import attacks, barrier, db_count
 
@@ -39,6 +39,20 @@ def on_screen(client: ChatClient, record) -> tuple[str, str]:
     console.print(inspect_record(record, kid_names={}, me=client.username))
     line = unreadable_text(record.reason) if record.state == "unreadable" else record.text
     return line, console.export_text()
+
+
+async def assert_explained(client: ChatClient, conv: str, reason: str, secret: str) -> None:
+    """Each message of ``conv`` that did not open for ``reason``: its line in the list is the plain
+    "could not verify" (or the not-a-recipient sentence), the inspector names the error code with
+    what it means in plain words, and the text sent is nowhere on screen."""
+    records = [r for r in await client.load_history(conv) if r.state == "unreadable" and r.reason == reason]
+    assert records
+    for record in records:
+        line, inspector = on_screen(client, record)
+        flat = " ".join(inspector.split())
+        assert line == unreadable_text(reason)
+        assert f"could not verify: {reason} — {reason_words(reason)}" in flat
+        assert secret not in inspector and secret not in line
 
 
 async def history(client: ChatClient, conv: str) -> list[tuple[str, str | None, str]]:
@@ -130,6 +144,8 @@ async def test_k05_moved_envelope_is_refused_as_not_matching_its_header(world):
     line, inspector = on_screen(bob, (await bob.load_history(y))[0])
     assert line == "could not verify"  # the one plain words for every other reason (PROTOCOL.md §5.7)
     assert "could not verify: conversation_mismatch" in inspector and "for the group" not in inspector
+    await assert_explained(bob, y, "conversation_mismatch", "for the group")
+    assert "written for another conversation" in reason_words("conversation_mismatch")
     assert world.rec(carol).texts == ["for the group"]  # carol has no other conversation to move it to
 
 
@@ -143,6 +159,7 @@ async def test_k05_relabelled_sender_is_refused_and_nothing_shows_as_from_carol(
     assert world.rec(bob).unreadable == [("carol", "sender_mismatch")]
     assert world.rec(carol).unreadable == [("bob", "sender_mismatch")]
     assert not [e for e in world.rec(bob).of(MessageReceived) if e.sender == "carol"]
+    await assert_explained(bob, conv, "sender_mismatch", "from alice")
     assert len(attacks(relay, "sender", to="bob")) == 1
 
 
@@ -155,6 +172,7 @@ async def test_k07_sender_rewritten_in_the_protected_header_fails_the_signature(
     assert world.rec(bob).texts == [] and world.rec(carol).texts == []
     assert world.rec(bob).unreadable == [("carol", "signature_invalid")]
     assert world.rec(carol).unreadable == [("bob", "signature_invalid")]
+    await assert_explained(bob, conv, "signature_invalid", "from alice")
     assert len(attacks(relay, "sender-header")) == 2
 
 
@@ -171,6 +189,7 @@ async def test_k09_stripped_wrapped_key_is_a_placeholder_for_that_member_only(wo
     line, inspector = on_screen(carol, (await carol.load_history(conv))[0])
     assert line == "a message you cannot read (it was not encrypted for your key)"
     assert "could not verify: not_a_recipient" in inspector and "for all three" not in inspector
+    await assert_explained(carol, conv, "not_a_recipient", "for all three")
     assert len(attacks(relay, "strip")) == 1
 
 
@@ -183,6 +202,7 @@ async def test_swapped_wrapped_keys_fail_the_signature(world):
     for c in (bob, carol):
         assert world.rec(c).texts == []
         assert world.rec(c).unreadable == [("alice", "signature_invalid")]
+        await assert_explained(c, conv, "signature_invalid", "swap me")
     assert len(attacks(relay, "swap")) == 2
 
 
@@ -193,6 +213,7 @@ async def test_altered_protected_header_fails_the_signature(world):
     await barrier(bob)
     assert world.rec(bob).texts == []
     assert world.rec(bob).unreadable == [("alice", "signature_invalid")] * 2
+    await assert_explained(bob, conv, "signature_invalid", "today")
     assert len(attacks(relay, "header", to="bob")) == 2
 
 
@@ -206,6 +227,8 @@ async def test_k04_cut_and_flipped_tags_then_a_valid_message(world):
     assert rec.texts == ["valid"]
     assert await history(bob, conv) == [("unreadable", None, "tag_invalid"), ("unreadable", None, "tag_invalid"),
                                         ("unreadable", None, "signature_invalid"), ("received", "valid", "")]
+    await assert_explained(bob, conv, "tag_invalid", "tag cut")
+    await assert_explained(bob, conv, "signature_invalid", "tag bit flipped")
     assert len(attacks(relay, "tag", to="bob")) == 3
 
 
