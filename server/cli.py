@@ -92,7 +92,10 @@ def main(argv: list[str] | None = None) -> int:
         ssl_certfile=settings.ssl_certfile or None,
         ssl_keyfile=settings.ssl_keyfile or None,
     )
-    RelayServer(config).run()
+    try:
+        RelayServer(config).run()
+    except KeyboardInterrupt:  # uvicorn shut down cleanly, then re-raised the Ctrl+C it captured
+        return 130
     return 0
 
 

@@ -83,3 +83,18 @@ async def test_sigterm_closes_websockets_with_1001(make_client, relay):
     assert ws.close_reason == "relay shutting down"
     assert relay.proc.wait(10) in (0, -signal.SIGTERM)  # uvicorn re-raises the signal after shutdown
     assert "relay stopped" in (relay.data_dir / "relay.log").read_text()
+
+
+async def test_ctrl_c_stops_the_relay_cleanly_without_a_traceback(make_client, relay):
+    alice = await make_client("alice")
+    ws = await open_ws(relay, alice.token)
+    await recv_type(ws, "ready")
+    relay.proc.send_signal(signal.SIGINT)  # what Ctrl+C in the relay's terminal sends
+    with pytest.raises(ConnectionClosed):
+        while True:
+            await asyncio.wait_for(ws.recv(), 10)
+    assert ws.close_code == 1001
+    assert relay.proc.wait(10) == 130  # the shell's code for an interrupted command
+    out = (relay.data_dir / "relay.stdout").read_text()
+    assert "Traceback" not in out and "KeyboardInterrupt" not in out
+    assert "relay stopped" in (relay.data_dir / "relay.log").read_text()
