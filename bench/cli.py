@@ -179,8 +179,11 @@ def print_recipients(console: Console, r: dict) -> None:
                       _f(row["group_rotate"]["median_ms"]), f"{row['rsa_envelope_bytes']:,}")
         console.print(t)
         k = per["knees"]
-        console.print(f"  per-recipient RSA wrapping: seal > 1 ms from N = {k['over_1ms']}, > one 60 Hz frame from "
-                      f"N = {k['over_ui_frame']}, > 10x a group-key message from N = {k['over_10x_group_key']}")
+        def at(n: int | None) -> str:
+            return f"N = {n}" if n is not None else "no N in this sweep"
+
+        console.print(f"  per-recipient RSA wrapping: seal > 1 ms from {at(k['over_1ms'])}, > one 60 Hz frame from "
+                      f"{at(k['over_ui_frame'])}, > 10x a group-key message from {at(k['over_10x_group_key'])}")
 
 
 def print_path(console: Console, r: dict) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import time
 
 from starlette.applications import Starlette
 from starlette.responses import PlainTextResponse
@@ -22,6 +23,12 @@ async def healthz(_request) -> PlainTextResponse:
     return PlainTextResponse("ok")
 
 
+async def cpu(_request) -> PlainTextResponse:
+    """This process's CPU time so far, in seconds (``time.process_time``: ns resolution, where
+    /proc/PID/stat counts 10 ms ticks); the bench reads it before and after a run."""
+    return PlainTextResponse(repr(time.process_time()))
+
+
 async def echo(ws: WebSocket) -> None:
     """Send every text frame back unchanged until the peer closes."""
     await ws.accept()
@@ -30,7 +37,7 @@ async def echo(ws: WebSocket) -> None:
             await ws.send_text(await ws.receive_text())
 
 
-app = Starlette(routes=[Route("/healthz", healthz), WebSocketRoute("/ws", echo)])
+app = Starlette(routes=[Route("/healthz", healthz), Route("/cpu", cpu), WebSocketRoute("/ws", echo)])
 
 
 def main(argv: list[str] | None = None) -> None:

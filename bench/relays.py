@@ -1,9 +1,8 @@
 """Starting the processes the bench talks to: relays (``python -m server``), a dev certificate,
-a fresh PostgreSQL database, and the CPU time a process has used (/proc/PID/stat)."""
+and a fresh PostgreSQL database."""
 
 from __future__ import annotations
 
-import os
 import secrets
 import socket
 import ssl
@@ -100,13 +99,3 @@ async def drop_pg_database(name: str) -> None:
         await conn.close()
 
 
-_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time used so far by process ``pid`` (its threads included), in seconds,
-    from fields 14 and 15 of /proc/PID/stat."""
-    with open(f"/proc/{pid}/stat") as f:
-        data = f.read()
-    fields = data[data.rindex(")") + 2:].split()
-    return (int(fields[11]) + int(fields[12])) / _TICK

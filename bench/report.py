@@ -938,7 +938,8 @@ def markdown(results: dict, chart_files: list[Path]) -> str:
         "functions the relay and clients run — and the bare `cryptography` primitives with the same parameters.",
         "- The path and relay suites start real `python -m server` processes on 127.0.0.1 and talk to them over "
         "websockets (per-message deflate off) with `bench/wsclient.py`, which makes the same calls as the "
-        "product's clients plus timers. Relay CPU is user + system time from /proc/PID/stat.",
+        "product's clients plus timers. Relay and echo-app CPU is each process's own "
+        "`time.process_time()` (all threads, ns resolution), read over HTTP before and after a run.",
         "- Rate limits are lifted and argon2 is made cheap for the bench's many registrations; everything on the "
         "message path runs with the relay's defaults.",
         "",

@@ -125,7 +125,7 @@ class ChatScreen(Screen):
         name = c.titles.get(self.conversation, self.conversation) or "no conversation"
         t = Text()
         t.append(harmless(name), style="bold")
-        if members:
+        if members and ", ".join(members) != name:  # a title made of the member names says it already
             t.append("  ·  " + harmless(", ".join(members)))
         t.append(f"  ·  end-to-end encrypted as {harmless(c.username)}", style="italic")
         if self.conversation in c.inactive:

@@ -1,0 +1,20 @@
+"""The chat header names a conversation once, its members when they add something."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from client_tui.app import ChatScreen
+
+
+def header(title: str, members: list[str]) -> str:
+    client = SimpleNamespace(members={"c1": members}, titles={"c1": title}, username="alice", inactive=set())
+    return ChatScreen.title_text(SimpleNamespace(client=client, conversation="c1")).plain
+
+
+def test_a_title_made_of_the_member_names_is_not_repeated():
+    assert header("alice, bob", ["alice", "bob"]) == "alice, bob  ·  end-to-end encrypted as alice"
+
+
+def test_a_chosen_title_is_followed_by_the_members():
+    assert header("launch team", ["alice", "bob"]) == "launch team  ·  alice, bob  ·  end-to-end encrypted as alice"
