@@ -185,6 +185,17 @@ def enc_dec_1kb(n: int, people: list[Identity]) -> dict[str, Stats]:
     }
 
 
+def seal_primitives(pubs: list, signer: Identity, cek: bytes, iv: bytes, text: bytes, aad: bytes,
+                    signing_input: bytes) -> None:
+    """The cryptography ``envelope.seal`` runs and nothing else (the seal target's floor): one
+    RSA-OAEP-256 wrap of the 32-byte ``cek`` per recipient, AES-256-GCM over ``text`` with
+    ``aad``, one Ed25519 signature over ``signing_input``."""
+    for p in pubs:
+        p.wrap_key.encrypt(cek, _OAEP)
+    AESGCM(cek).encrypt(iv, text, aad)
+    signer.sign_private.sign(signing_input)
+
+
 def l4_parts(n: int, people: list[Identity], size: int, recipients: int) -> dict:
     """L4 seal/open next to their primitives (same sizes, same parameters), and the ratios.
 
@@ -223,11 +234,8 @@ def l4_parts(n: int, people: list[Identity], size: int, recipients: int) -> dict
         "b64url_encode_ciphertext": measure(lambda: b64u_encode(sealed), n),
     }
 
-    def seal_floor() -> None:  # the primitives seal runs, with the same inputs, nothing else
-        for p in pubs:
-            p.wrap_key.encrypt(cek, _OAEP)
-        AESGCM(cek).encrypt(iv, text, aad)
-        sender.sign_private.sign(signing_input)
+    def seal_floor() -> None:
+        seal_primitives(pubs, sender, cek, iv, text, aad, signing_input)
 
     def open_floor() -> None:
         reader.wrap_private.decrypt(wrapped, _OAEP)

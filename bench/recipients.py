@@ -21,7 +21,7 @@ from shared.b64 import b64u_encode
 from shared.envelope import _OAEP
 from shared.keys import Identity, PublicIdentity
 
-from .primitives import text_of
+from .primitives import seal_primitives, text_of
 from .strategies import GroupKey, X25519Recipient, X25519Wrap
 from .timing import Stats, measure, measure_paired, sample
 
@@ -91,10 +91,7 @@ def run(n: int = 200, sizes: tuple[int, ...] = (2048, 3072, 4096), most: int = 2
             enc = measure(lambda aad=aad: AESGCM(cek).encrypt(iv, text, aad), max(20, n // 4))
 
             def seal_floor(pubs=pubs, s=signer_rsa, sig_input=sig_input, aad=aad) -> None:
-                for p in pubs:
-                    p.wrap_key.encrypt(cek, _OAEP)
-                AESGCM(cek).encrypt(iv, text, aad)
-                s.sign_private.sign(sig_input)
+                seal_primitives(pubs, s, cek, iv, text, aad, sig_input)
 
             def seal(pubs=pubs, s=signer_rsa) -> None:
                 envelope.seal(text, s, "c1", pubs, counter=1)

@@ -25,19 +25,6 @@ def b64u_encode(data: bytes) -> str:
     return pybase64.b64encode(data, altchars=b"-_").rstrip(b"=").decode("ascii")
 
 
-def b64u_check(text: str | bytes, field: str = "value") -> int:
-    """Check that ``text`` is canonical unpadded base64url (the relay checks envelopes it never
-    decrypts); exactly the rules and errors of :func:`b64u_decode`, which it runs.
-
-    Returns:
-        the length in bytes that ``text`` decodes to (``len(text) * 3 // 4``).
-
-    Raises:
-        Base64Invalid: as :func:`b64u_decode`.
-    """
-    return len(b64u_decode(text, field))
-
-
 def b64u_decode(text: str | bytes, field: str = "value") -> bytes:
     """Decode canonical unpadded base64url ``text`` (``len(text) % 4 != 1``; 0 characters = 0 bytes).
 

@@ -30,7 +30,6 @@ a CEK or a nonce.
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import re
@@ -44,7 +43,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ed25519, padding
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from .b64 import b64u_check, b64u_decode, b64u_encode
+from .b64 import b64u_decode, b64u_encode
 from .errors import (
     ConversationMismatch,
     DecryptionFailed,
@@ -148,7 +147,7 @@ class _Envelope(msgspec.Struct, forbid_unknown_fields=True):
 
 @dataclass(frozen=True)
 class _Binary:
-    """The decoded base64url members of a parsed envelope (decoded once, when first opened)."""
+    """The decoded base64url members of a parsed envelope (decoded once, in :func:`parse`)."""
 
     iv: bytes
     ciphertext: bytes
@@ -178,14 +177,7 @@ class ParsedEnvelope:
     raw: bytes
     message_id: bytes
     _env: _Envelope
-
-    @functools.cached_property
-    def _bin(self) -> _Binary:
-        """The base64url members decoded (once; :func:`parse` already checked them)."""
-        e = self._env
-        return _Binary(b64u_decode(e.iv, "iv"), b64u_decode(e.ciphertext, "ciphertext"), b64u_decode(e.tag, "tag"),
-                       b64u_decode(e.sig, "sig"), tuple(b64u_decode(r.encrypted_key, "encrypted_key")
-                                                        for r in e.recipients))
+    _bin: _Binary
 
     @property
     def recipient_kids(self) -> list[str]:
@@ -361,20 +353,18 @@ def parse(
         raise RecipientListInvalid("recipient key ids differ from the protected rkids", field="recipients")
     for kid in kids:
         _check_kid(kid, "kid")
-    # Checked, not decoded: the relay never uses the bytes; open() decodes them once (_bin).
-    n = b64u_check(env.iv, "iv")
-    if n != NONCE_BYTES:
-        raise NonceInvalid(f"iv is {n} bytes; must be {NONCE_BYTES}", field="iv")
-    n = b64u_check(env.tag, "tag")
-    if n != TAG_BYTES:
-        raise TagInvalid(f"tag is {n} bytes; must be {TAG_BYTES}", field="tag")
-    n = b64u_check(env.sig, "sig")
-    if n != SIGNATURE_BYTES:
-        raise SignatureInvalid(f"sig is {n} bytes; must be {SIGNATURE_BYTES}", field="sig")
-    b64u_check(env.ciphertext, "ciphertext")
-    for r in env.recipients:
-        b64u_check(r.encrypted_key, "encrypted_key")
-    return ParsedEnvelope(header, data, mid, env)
+    iv = b64u_decode(env.iv, "iv")
+    if len(iv) != NONCE_BYTES:
+        raise NonceInvalid(f"iv is {len(iv)} bytes; must be {NONCE_BYTES}", field="iv")
+    tag = b64u_decode(env.tag, "tag")
+    if len(tag) != TAG_BYTES:
+        raise TagInvalid(f"tag is {len(tag)} bytes; must be {TAG_BYTES}", field="tag")
+    sig = b64u_decode(env.sig, "sig")
+    if len(sig) != SIGNATURE_BYTES:
+        raise SignatureInvalid(f"sig is {len(sig)} bytes; must be {SIGNATURE_BYTES}", field="sig")
+    ciphertext = b64u_decode(env.ciphertext, "ciphertext")
+    wrapped = tuple(b64u_decode(r.encrypted_key, "encrypted_key") for r in env.recipients)
+    return ParsedEnvelope(header, data, mid, env, _Binary(iv, ciphertext, tag, sig, wrapped))
 
 
 def _signing_input(env: _Envelope) -> bytes:
