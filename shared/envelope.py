@@ -442,9 +442,9 @@ def seal(
 ) -> bytes:
     """Encrypt ``plaintext`` once and wrap its key for each recipient; sign as ``sender``.
 
-    Draws a fresh 32-byte CEK and a 12-byte nonce (``os.urandom``), encrypts with AES-256-GCM
-    (RFC 7518 §5.3) using the protected header as AAD, wraps the CEK with RSA-OAEP-256 (RFC 7518
-    §4.3) for every recipient (include the sender to read one's own messages on other devices) and
+    Draws a fresh 32-byte CEK, a 12-byte nonce and a 16-byte message id (``os.urandom``),
+    encrypts with AES-256-GCM (RFC 7518 §5.3) using the protected header as AAD, wraps the CEK
+    with RSA-OAEP-256 (RFC 7518 §4.3) for every recipient (include the sender to read one's own messages on other devices) and
     signs with Ed25519 (RFC 8032). Costs one RSA public-key operation per recipient.
 
     Args:
@@ -466,10 +466,13 @@ def seal(
     """
     if isinstance(plaintext, str):
         plaintext = plaintext.encode("utf-8")
+    # One draw from the OS CSPRNG for the CEK, the nonce and the message id (independent bytes
+    # either way; one system call instead of three).
+    fresh = os.urandom(CEK_BYTES + NONCE_BYTES + MESSAGE_ID_BYTES)
     return _seal_with(
         plaintext, sender, conversation, recipients, counter=counter,
-        cek=AESGCM.generate_key(bit_length=256), iv=os.urandom(NONCE_BYTES),
-        message_id=os.urandom(MESSAGE_ID_BYTES), sent_at_ms=int(time.time() * 1000),
+        cek=fresh[:CEK_BYTES], iv=fresh[CEK_BYTES:CEK_BYTES + NONCE_BYTES],
+        message_id=fresh[CEK_BYTES + NONCE_BYTES:], sent_at_ms=int(time.time() * 1000),
         max_bytes=max_bytes, max_recipients=max_recipients,
     )
 
