@@ -83,7 +83,9 @@ async def test_history_survives_a_restart_without_unwrapping_and_holds_no_plaint
     assert oct(bob2.history_path.stat().st_mode & 0o777) == "0o600"
 
 
-async def test_relay_killed_and_restarted_nothing_lost_or_doubled(make_client, relay):
+async def online_pair(relay) -> tuple[ChatClient, ChatClient, str]:
+    """alice and bob registered, in a two-person conversation, both online and reconnecting on
+    their own with a short backoff (0.1-1 s); returns ``(alice, bob, conversation id)``."""
     alice = ChatClient(relay.url, "alice", relay.data_dir.parent / "c", kdf=FAST_KDF, backoff=(0.1, 1.0))
     bob = ChatClient(relay.url, "bob", relay.data_dir.parent / "c", kdf=FAST_KDF, backoff=(0.1, 1.0))
     await alice.register(PASSWORD, "a", bits=2048)
@@ -92,6 +94,11 @@ async def test_relay_killed_and_restarted_nothing_lost_or_doubled(make_client, r
     alice.start()
     bob.start()
     await wait_until(lambda: alice.online and bob.online)
+    return alice, bob, conv
+
+
+async def test_relay_killed_and_restarted_nothing_lost_or_doubled(make_client, relay):
+    alice, bob, conv = await online_pair(relay)
     for i in range(3):
         await alice.send_text(conv, f"before {i}")
     relay.stop(signal.SIGKILL)
@@ -224,14 +231,7 @@ async def test_the_outbox_survives_a_client_restart(make_client, relay):
 
 
 async def test_relay_killed_with_a_full_outbox_resumes_without_spinning(make_client, relay):
-    alice = ChatClient(relay.url, "alice", relay.data_dir.parent / "c", kdf=FAST_KDF, backoff=(0.1, 1.0))
-    bob = ChatClient(relay.url, "bob", relay.data_dir.parent / "c", kdf=FAST_KDF, backoff=(0.1, 1.0))
-    await alice.register(PASSWORD, "a", bits=2048)
-    await bob.register(PASSWORD, "b", bits=2048)
-    conv = await alice.create_conversation("pair", ["bob"])
-    alice.start()
-    bob.start()
-    await wait_until(lambda: alice.online and bob.online)
+    alice, bob, conv = await online_pair(relay)
     for i in range(60):
         await alice.queue_text(conv, f"m{i}")
     await wait_until(lambda: len(alice.outbox) < 50)
