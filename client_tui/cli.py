@@ -278,10 +278,10 @@ async def _tail(args) -> int:
 
 
 async def _keys(args) -> int:
+    if args.action in ("import", "export") and not args.file:
+        print(f"e2ee-chat: keys {args.action} needs --file", file=sys.stderr)
+        return EXIT_FAILED
     if args.action == "import":
-        if not args.file:
-            print("e2ee-chat: keys import needs --file", file=sys.stderr)
-            return EXIT_FAILED
         client = ChatClient(args.server, args.user, args.profile)
         try:
             passphrase = _secret("E2EE_PASSPHRASE", "keystore passphrase: ")
@@ -293,9 +293,6 @@ async def _keys(args) -> int:
         finally:
             await client.close()
     if args.action == "export":
-        if not args.file:
-            print("e2ee-chat: keys export needs --file", file=sys.stderr)
-            return EXIT_FAILED
         client = ChatClient(args.server, args.user, args.profile)
         try:
             keystore.export_to(client.keystore_path, args.file)
