@@ -35,6 +35,7 @@ from .db import commits_wait_for_disk, create_engine, create_writer_engine, sess
 from .limits import RateLimiter
 from .relay import Relay
 from .settings import Settings
+from .writer import Writer
 
 log = logging.getLogger("e2ee.relay.http")
 MAX_BODY_BYTES = 64 * 1024
@@ -107,7 +108,7 @@ class Limits:
 class State:
     settings: Settings
     sessions: object
-    writer: store.Writer
+    writer: Writer
     tokens: Tokens
     passwords: Passwords
     relay: Relay
@@ -425,7 +426,7 @@ def create_app(settings: Settings) -> Starlette:
         engine = create_engine(settings.db_url, sqlite_synchronous=settings.sqlite_synchronous)
         writer_engine = create_writer_engine(settings.db_url, sqlite_synchronous=settings.sqlite_synchronous)
         sessions = sessionmaker(engine)
-        writer = store.Writer(sessions, writer_engine, inline=not commits_wait_for_disk(settings.sqlite_synchronous))
+        writer = Writer(sessions, writer_engine, inline=not commits_wait_for_disk(settings.sqlite_synchronous))
         writer.start()
         tokens = Tokens(settings.jwt_algorithm, settings.resolve_jwt_key(), settings.jwt_issuer,
                         settings.jwt_audience, settings.token_ttl_s, settings.jwt_leeway_s)

@@ -145,7 +145,7 @@ def create_writer_engine(url: str, *, sqlite_synchronous: str = "NORMAL") -> Eng
     """For SQLite, a sync ``sqlite3`` engine on the same file for the writer (one connection,
     same pragmas); None for other databases (the writer uses the async engine). When commits
     do not wait for the disk the writer checkpoints the WAL itself, from its thread, so this
-    connection's automatic checkpoints are off (see :class:`server.store.Writer`)."""
+    connection's automatic checkpoints are off (see :class:`server.writer.Writer`)."""
     if not url.startswith("sqlite+aiosqlite:"):
         return None
     engine = sa_create_engine(url.replace("sqlite+aiosqlite:", "sqlite:", 1), poolclass=SingletonThreadPool)

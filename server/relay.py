@@ -1,9 +1,6 @@
-"""The websocket relay: authentication, per-connection bounded send queues, envelope checks,
-storage through the writer, acks after commit, fan-out to online members, sync by cursor.
-
-Close codes: 1008 authentication refused (do not retry with the same token), 1009 frame too large
-(uvicorn/websockets, before the frame is buffered whole), 1013 send queue overflow (slow reader:
-reconnect and sync), 1001 relay shutting down.
+"""The websocket relay: authentication (header or first frame, by level), ``hello``/``ready``,
+the read loop (send, sync, ack, ping, in-band renewal), sync by cursor. The send path it shares
+with REST is :mod:`server.sendpath`; connections and their queues are :mod:`server.hub`.
 """
 
 from __future__ import annotations
@@ -13,175 +10,34 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import msgspec
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from shared import envelope, frames, l3, plain
 from shared.b64 import b64u_encode
-from shared.errors import (
-    AuthFailed,
-    ConversationMismatch,
-    E2EEError,
-    EnvelopeMalformed,
-    Forbidden,
-    FrameInvalid,
-    RecipientsMismatch,
-    SenderMismatch,
-)
+from shared.errors import AuthFailed, E2EEError, EnvelopeMalformed, FrameInvalid
 from shared.keys import spki_der
 
 from . import store
 from .auth import Tokens, bearer_token
-from .limits import RateLimiter
+from .hub import CLOSE_AUTH, CLOSE_GOING_AWAY, CLOSE_TOKEN_EXPIRED, Connection
+from .sendpath import SendPath, _mid_of
 from .settings import Settings
+from .writer import Writer
 
 log = logging.getLogger("e2ee.relay")
 
-CLOSE_AUTH = 1008
-CLOSE_SLOW = 1013
-CLOSE_GOING_AWAY = 1001
-CLOSE_TOKEN_EXPIRED = 4401  # the connection's token expired: renew (before expiry) or log in, reconnect
 MAX_BAD_FRAMES = 20
 SYNC_MAX_LIMIT = 500
 
 
-@dataclass(eq=False)
-class Connection:
-    """One authenticated websocket with a bounded outgoing queue (frames and bytes)."""
-
-    ws: WebSocket
-    user: str
-    user_id: int
-    max_frames: int
-    max_bytes: int
-    queue: asyncio.Queue = field(default_factory=asyncio.Queue)
-    pending_bytes: int = 0
-    closing: str | None = None  # why the relay closes it (None: open, or closed by the peer)
-    close_code: int = CLOSE_GOING_AWAY
-    session: l3.Session | None = None  # level 3: the session key shared with this client
-    expiry: asyncio.TimerHandle | None = None  # closes the connection when its token expires
-    c2r_seq: int = 0  # level 3: last sequence number received from the client
-    r2c_seq: int = 0  # level 3: last sequence number sent to the client
-
-    def seal_l3(self, m: plain.PlainEnvelope) -> bytes:
-        """Level 3: a ``msg`` payload re-encrypted for this connection (one AES-GCM encryption)."""
-        assert self.session is not None
-        self.r2c_seq += 1
-        token = l3.seal(self.session, m.text, direction=l3.R2C, conversation=m.cid, sender=m.snd,
-                        seq=self.r2c_seq, message_id=m.mid, sent_at_ms=m.ts, max_bytes=1 << 30)
-        return msgspec.json.encode(token)
-
-    def close(self, code: int, reason: str) -> None:
-        """Close after the frames already queued; later frames are dropped."""
-        if not self.closing:
-            self.closing, self.close_code = reason, code
-            self.queue.put_nowait(None)
-
-    def enqueue(self, data: bytes) -> bool:
-        """Queue one frame; on overflow mark the connection for closing (1013) and return False."""
-        if self.closing:
-            return False
-        if self.queue.qsize() >= self.max_frames or self.pending_bytes + len(data) > self.max_bytes:
-            log.warning("slow reader user=%s queued=%d bytes=%d: disconnecting", self.user,
-                        self.queue.qsize(), self.pending_bytes)
-            self.close(CLOSE_SLOW, "send queue full: reconnect and sync")
-            return False
-        self.pending_bytes += len(data)
-        self.queue.put_nowait(data)
-        return True
-
-    async def pump(self) -> None:
-        """Send queued frames in order until closed."""
-        while True:
-            data = await self.queue.get()
-            if data is None:
-                with contextlib.suppress(Exception):
-                    await self.ws.close(self.close_code, self.closing or "")
-                return
-            self.pending_bytes -= len(data)
-            await self.ws.send_text(data.decode("utf-8"))
-
-
-class Hub:
-    """In-process fan-out: which connections each user has on this relay."""
-
-    def __init__(self) -> None:
-        self._conns: dict[int, set[Connection]] = {}
-
-    def add(self, conn: Connection) -> None:
-        self._conns.setdefault(conn.user_id, set()).add(conn)
-
-    def remove(self, conn: Connection) -> None:
-        conns = self._conns.get(conn.user_id)
-        if conns:
-            conns.discard(conn)
-            if not conns:
-                del self._conns[conn.user_id]
-
-    def deliver(self, user_ids: list[int], data: bytes | Callable[[Connection], bytes],
-                exclude: Connection | None = None) -> int:
-        """Queue ``data`` (or ``data(conn)``, built per connection) to every connection of
-        ``user_ids`` except ``exclude``; return how many connections took it."""
-        n = 0
-        for uid in user_ids:
-            for conn in list(self._conns.get(uid, ())):
-                if conn is not exclude and conn.enqueue(data(conn) if callable(data) else data):
-                    n += 1
-        return n
-
-    def online(self, user_id: int) -> bool:
-        return user_id in self._conns
-
-    def all(self) -> list[Connection]:
-        return [c for conns in self._conns.values() for c in conns]
-
-
-def _mid_of(raw: bytes) -> str | None:
-    """The envelope's message id if it can be read (to reference it in an error frame)."""
-    try:
-        return envelope.parse(raw, max_bytes=len(raw)).header.mid
-    except E2EEError:
-        return None
-
-
-@dataclass
-class Metrics:
-    """Cumulative time the relay spends per stored message, in seconds (``GET /v1/metrics``).
-
-    ``checks``: parse, sender/membership/recipient checks (and the L3 decryption before them is
-    not included); ``commit``: waiting for the group-commit writer; ``fanout``: queuing frames.
-    """
-
-    stored: int = 0
-    checks_s: float = 0.0
-    commit_s: float = 0.0
-    fanout_s: float = 0.0
-
-    def record(self, checks: float, commit: float, fanout: float) -> None:
-        self.stored += 1
-        self.checks_s += checks
-        self.commit_s += commit
-        self.fanout_s += fanout
-
-
-class Relay:
+class Relay(SendPath):
     """Websocket protocol handler; one instance per relay process (``app.state.relay``)."""
 
-    def __init__(self, settings: Settings, tokens: Tokens, sessions, writer: store.Writer) -> None:
-        self.settings = settings
+    def __init__(self, settings: Settings, tokens: Tokens, sessions, writer: Writer) -> None:
+        super().__init__(settings, sessions, writer)
         self.tokens = tokens
-        self.sessions = sessions
-        self.writer = writer
-        self.hub = Hub()
-        self.metrics = Metrics()
-        self._member_cache: dict[str, tuple[float, list[store.MemberKey]]] = {}
-        self._member_loading: dict[str, asyncio.Future] = {}
-        self._member_generation = 0
-        self.broker = None  # set by the app when --broker is given (server.broker.RedisBroker)
-        self.sends = RateLimiter("sends", settings.rate_sends_per_s, settings.rate_sends_burst)
         self.relay_private = settings.resolve_relay_key() if settings.level == 3 else None
         self.relay_key_b64 = (b64u_encode(spki_der(self.relay_private.public_key()))
                               if self.relay_private is not None else None)
@@ -393,177 +249,6 @@ class Relay:
         return frames.encode(
             frames.Error(exc.code, exc.message, exc.field, getattr(exc, "detail", None), ref)
         )
-
-    # -- the send path (websocket and REST) -------------------------------------------------------
-    async def accept(self, user: str, user_id: int, conversation: str, raw: bytes,
-                     exclude: Connection | None = None) -> frames.Stored:
-        """Validate an envelope from ``user``, store it, and fan it out to online members.
-
-        Checks, before anything is stored: size and shape (``envelope.parse``), the frame's
-        conversation equals the header's ``cid``, the header's sender is ``user`` (the token's
-        subject), ``user`` is a member, and the recipients are exactly the members' current wrap
-        keys. A repeated (sender, mid) returns the first ``seq`` with ``duplicate=True``.
-
-        Returns:
-            the ``stored`` frame to send to the sender (after the commit).
-
-        Raises:
-            E2EEError subclasses: EnvelopeTooLarge, EnvelopeMalformed, ConversationMismatch,
-            SenderMismatch, Forbidden, RecipientsMismatch.
-        """
-        if self.settings.level < 4:
-            return await self.accept_plain(
-                user, user_id, conversation,
-                plain.parse(raw, max_bytes=self.settings.max_envelope_bytes), exclude)
-        t0 = time.perf_counter()
-        parsed = envelope.parse(
-            raw, max_bytes=self.settings.max_envelope_bytes, max_recipients=self.settings.max_recipients
-        )
-        h = parsed.header
-        if h.cid != conversation:
-            raise ConversationMismatch("envelope cid differs from the frame's conversation", field="cid")
-        if h.snd != user:
-            raise SenderMismatch("envelope sender must be the authenticated user", field="snd")
-        members = await self._members(h.cid, user_id)
-        kids = set(h.rkids)
-        expected = {m.wrap_kid for m in members if m.wrap_kid}
-        missing = [m.username for m in members if m.wrap_kid is None or m.wrap_kid not in kids]
-        extra = sorted(kids - expected)
-        if missing or extra:
-            # A retry of a message stored before the members or keys changed gets its first ack,
-            # not a request to re-seal (which would give the same text a second message id).
-            async with self.sessions() as session:
-                seq = await store.seq_of(session, user_id, h.mid)
-            if seq is not None:
-                return frames.Stored(h.mid, seq, h.cid, True)
-            raise RecipientsMismatch(missing, extra)
-        return await self._commit(user, user_id, h.cid, h.mid, raw, members, exclude, t0)
-
-    async def accept_plain(self, user: str, user_id: int, conversation: str, m: plain.PlainEnvelope,
-                           exclude: Connection | None = None, started: float | None = None) -> frames.Stored:
-        """Levels 1-3: store a readable message after the same sender and membership checks as
-        level 4, and fan it out (at level 3 re-encrypted under each recipient's session key).
-
-        ``started`` (perf_counter) counts earlier work, e.g. the level-3 decryption, as checks.
-
-        Raises:
-            ConversationMismatch, SenderMismatch, Forbidden.
-        """
-        t0 = started if started is not None else time.perf_counter()
-        if m.cid != conversation:
-            raise ConversationMismatch("envelope cid differs from the frame's conversation", field="cid")
-        if m.snd != user:
-            raise SenderMismatch("envelope sender must be the authenticated user", field="snd")
-        members = await self._members(m.cid, user_id)
-        raw = plain.encode(m)
-        return await self._commit(user, user_id, m.cid, m.mid, raw, members, exclude, t0)
-
-    async def _members(self, conversation: str, user_id: int) -> list[store.MemberKey]:
-        """Members of ``conversation`` with their current wrap key ids, from a cache that this
-        relay clears when members or keys change and, on a shared database (not SQLite), that
-        expires after ``member_cache_s`` (the bound on staleness when several relays share it).
-
-        Raises:
-            Forbidden: ``user_id`` is not one of them.
-        """
-        now = time.monotonic()
-        hit = self._member_cache.get(conversation)
-        if hit is not None and hit[0] > now:
-            members = hit[1]
-        else:
-            loading = self._member_loading.get(conversation)
-            if loading is None:  # one query per conversation, however many sends wait for it
-                loading = self._member_loading[conversation] = asyncio.ensure_future(self._load_members(conversation))
-                loading.add_done_callback(
-                    lambda f: self._member_loading.pop(conversation, None) if self._member_loading.get(
-                        conversation) is f else None)
-            members = await asyncio.shield(loading)
-        if not any(m.user_id == user_id for m in members):
-            raise Forbidden("not a member of this conversation", field="conversation")
-        return members
-
-    async def _commit(self, user: str, user_id: int, cid: str, mid: str, raw: bytes,
-                      members: list[store.MemberKey], exclude: Connection | None, t0: float) -> frames.Stored:
-        """Store through the writer, then fan out to online members here and, through the
-        broker, on other relays."""
-        t1 = time.perf_counter()
-        result = await self.writer.run(store.NewMessage(cid, user_id, mid, raw, [m.user_id for m in members]))
-        t2 = time.perf_counter()
-        if result.duplicate:
-            log.debug("duplicate user=%s seq=%d", user, result.seq)
-        else:
-            user_ids = [m.user_id for m in members]
-            n = self.hub.deliver(user_ids, self._frame_for(result.seq, cid, user, raw), exclude=exclude)
-            if self.broker is not None:
-                self.broker.publish_message(result.seq, user_ids)
-            log.debug("stored seq=%d conv=%s from=%s bytes=%d recipients=%d online=%d",
-                     result.seq, cid, user, len(raw), len(members), n)
-        self.metrics.record(t1 - t0, t2 - t1, time.perf_counter() - t2)
-        return frames.Stored(mid, result.seq, cid, result.duplicate)
-
-    def _frame_for(self, seq: int, cid: str, sender: str, raw: bytes) -> bytes | Callable[[Connection], bytes]:
-        """The ``msg`` frame for a stored envelope: the same bytes for every connection (levels
-        1, 2 and 4), or built per connection under its session key (level 3)."""
-        if self.settings.level != 3:
-            return frames.encode(frames.Message(seq, cid, sender, msgspec.Raw(raw)))
-        m = plain.parse(raw, max_bytes=len(raw))
-        return lambda conn: frames.encode(frames.Message(seq, cid, sender, msgspec.Raw(conn.seal_l3(m))))
-
-    async def deliver_stored(self, seqs: list[int], user_ids: list[int]) -> int:
-        """Deliver already stored messages to those of ``user_ids`` connected to this relay
-        (used for messages stored by another relay). Returns the frames queued."""
-        local = [uid for uid in user_ids if self.hub.online(uid)]
-        if not local:
-            return 0
-        async with self.sessions() as session:
-            rows = await store.messages_by_seq(session, seqs)
-        return sum(self.hub.deliver(local, self._frame_for(m.seq, m.conversation_id, m.sender, m.envelope))
-                   for m in rows)
-
-    async def resync_since(self, since_ms: int) -> int:
-        """After a broker outage: send every connected user what was stored for them since
-        ``since_ms`` (Unix ms); clients drop what they already have by message id."""
-        n = 0
-        for conn in self.hub.all():
-            async with self.sessions() as session:
-                rows = await store.delivered_since(session, conn.user_id, since_ms)
-            for m in rows:
-                data = self._frame_for(m.seq, m.conversation_id, m.sender, m.envelope)
-                n += conn.enqueue(data(conn) if callable(data) else data)
-        return n
-
-    async def _load_members(self, conversation: str) -> list[store.MemberKey]:
-        generation = self._member_generation
-        async with self.sessions() as session:
-            members = await store.member_keys(session, conversation)
-        if generation == self._member_generation:  # not invalidated while the query ran
-            if len(self._member_cache) >= 50_000:
-                self._member_cache.clear()
-            # Alone on its SQLite file this relay sees every change and drops the entry itself;
-            # on a shared database, other relays' changes come as broker notes that may be lost.
-            alone = self.broker is None and self.settings.db_url.startswith("sqlite")
-            ttl = float("inf") if alone else self.settings.member_cache_s
-            self._member_cache[conversation] = (time.monotonic() + ttl, members)
-        return members
-
-    def forget_members(self, conversation: str | None = None, publish: bool = True) -> None:
-        """Drop cached member lists: one conversation's, or all (after a key rotation); other
-        relays are told through the broker unless ``publish`` is False."""
-        self._member_generation += 1
-        if conversation is None:
-            self._member_cache.clear()
-            self._member_loading.clear()
-        else:
-            self._member_cache.pop(conversation, None)
-            self._member_loading.pop(conversation, None)
-        if publish and self.broker is not None:
-            self.broker.publish_forget(conversation)
-
-    def notify(self, user_ids: list[int], event: frames.Event, publish: bool = True) -> None:
-        """Send an ``event`` frame to every online connection of ``user_ids`` (on every relay)."""
-        self.hub.deliver(sorted(set(user_ids)), frames.encode(event))
-        if publish and self.broker is not None:
-            self.broker.publish_event(sorted(set(user_ids)), event)
 
     async def _send(self, conn: Connection, frame: frames.Send) -> None:
         raw = bytes(frame.envelope)

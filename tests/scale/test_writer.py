@@ -14,6 +14,7 @@ from sqlalchemy import func, select
 from server import db, store
 from server.db import Conversation, Delivery, Member, Message, User
 from server.migrate import upgrade
+from server.writer import Writer
 from shared.errors import E2EEError
 from tests.scale.conftest import fresh_pg_url
 
@@ -35,7 +36,7 @@ async def _writer_on(url: str, synchronous: str):
     await asyncio.to_thread(upgrade, url)
     engine = db.create_engine(url, sqlite_synchronous=synchronous)
     sessions = db.sessionmaker(engine)
-    w = store.Writer(sessions, db.create_writer_engine(url, sqlite_synchronous=synchronous),
+    w = Writer(sessions, db.create_writer_engine(url, sqlite_synchronous=synchronous),
                      inline=not db.commits_wait_for_disk(synchronous))
     w.start()
 

@@ -1,0 +1,118 @@
+"""Connections and the in-process hub: one bounded outgoing queue per websocket (frames and
+bytes), and which connections each user has on this relay.
+
+Close codes: 1008 authentication refused (do not retry with the same token), 1009 frame too large
+(uvicorn/websockets, before the frame is buffered whole), 1013 send queue overflow (slow reader:
+reconnect and sync), 1001 relay shutting down, 4401 the connection's token expired.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import msgspec
+from starlette.websockets import WebSocket
+
+from shared import l3, plain
+
+log = logging.getLogger("e2ee.relay")
+
+CLOSE_AUTH = 1008
+CLOSE_SLOW = 1013
+CLOSE_GOING_AWAY = 1001
+CLOSE_TOKEN_EXPIRED = 4401  # the connection's token expired: renew (before expiry) or log in, reconnect
+
+
+@dataclass(eq=False)
+class Connection:
+    """One authenticated websocket with a bounded outgoing queue (frames and bytes)."""
+
+    ws: WebSocket
+    user: str
+    user_id: int
+    max_frames: int
+    max_bytes: int
+    queue: asyncio.Queue = field(default_factory=asyncio.Queue)
+    pending_bytes: int = 0
+    closing: str | None = None  # why the relay closes it (None: open, or closed by the peer)
+    close_code: int = CLOSE_GOING_AWAY
+    session: l3.Session | None = None  # level 3: the session key shared with this client
+    expiry: asyncio.TimerHandle | None = None  # closes the connection when its token expires
+    c2r_seq: int = 0  # level 3: last sequence number received from the client
+    r2c_seq: int = 0  # level 3: last sequence number sent to the client
+
+    def seal_l3(self, m: plain.PlainEnvelope) -> bytes:
+        """Level 3: a ``msg`` payload re-encrypted for this connection (one AES-GCM encryption)."""
+        assert self.session is not None
+        self.r2c_seq += 1
+        token = l3.seal(self.session, m.text, direction=l3.R2C, conversation=m.cid, sender=m.snd,
+                        seq=self.r2c_seq, message_id=m.mid, sent_at_ms=m.ts, max_bytes=1 << 30)
+        return msgspec.json.encode(token)
+
+    def close(self, code: int, reason: str) -> None:
+        """Close after the frames already queued; later frames are dropped."""
+        if not self.closing:
+            self.closing, self.close_code = reason, code
+            self.queue.put_nowait(None)
+
+    def enqueue(self, data: bytes) -> bool:
+        """Queue one frame; on overflow mark the connection for closing (1013) and return False."""
+        if self.closing:
+            return False
+        if self.queue.qsize() >= self.max_frames or self.pending_bytes + len(data) > self.max_bytes:
+            log.warning("slow reader user=%s queued=%d bytes=%d: disconnecting", self.user,
+                        self.queue.qsize(), self.pending_bytes)
+            self.close(CLOSE_SLOW, "send queue full: reconnect and sync")
+            return False
+        self.pending_bytes += len(data)
+        self.queue.put_nowait(data)
+        return True
+
+    async def pump(self) -> None:
+        """Send queued frames in order until closed."""
+        while True:
+            data = await self.queue.get()
+            if data is None:
+                with contextlib.suppress(Exception):
+                    await self.ws.close(self.close_code, self.closing or "")
+                return
+            self.pending_bytes -= len(data)
+            await self.ws.send_text(data.decode("utf-8"))
+
+
+class Hub:
+    """In-process fan-out: which connections each user has on this relay."""
+
+    def __init__(self) -> None:
+        self._conns: dict[int, set[Connection]] = {}
+
+    def add(self, conn: Connection) -> None:
+        self._conns.setdefault(conn.user_id, set()).add(conn)
+
+    def remove(self, conn: Connection) -> None:
+        conns = self._conns.get(conn.user_id)
+        if conns:
+            conns.discard(conn)
+            if not conns:
+                del self._conns[conn.user_id]
+
+    def deliver(self, user_ids: list[int], data: bytes | Callable[[Connection], bytes],
+                exclude: Connection | None = None) -> int:
+        """Queue ``data`` (or ``data(conn)``, built per connection) to every connection of
+        ``user_ids`` except ``exclude``; return how many connections took it."""
+        n = 0
+        for uid in user_ids:
+            for conn in list(self._conns.get(uid, ())):
+                if conn is not exclude and conn.enqueue(data(conn) if callable(data) else data):
+                    n += 1
+        return n
+
+    def online(self, user_id: int) -> bool:
+        return user_id in self._conns
+
+    def all(self) -> list[Connection]:
+        return [c for conns in self._conns.values() for c in conns]

@@ -1,0 +1,188 @@
+"""The single write path (group commit): one asyncio task takes all writes queued at that moment
+and commits them in one transaction. If a batch fails, each write in it is retried alone so one bad
+write never fails another. Write ops are the plain functions of :mod:`server.store`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import sqlite3
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from sqlalchemy.engine import Engine
+from sqlalchemy.ext.asyncio import async_sessionmaker
+from sqlalchemy.orm import Session
+from sqlalchemy.orm import sessionmaker as SyncSessionmaker
+
+from .store import NewMessage, insert_messages
+
+log = logging.getLogger("e2ee.relay.store")
+T = TypeVar("T")
+
+WriteOp = Callable[[Session], Any] | NewMessage
+
+
+class Writer:
+    """The single write path. ``await writer.run(op)`` returns after ``op`` is committed.
+
+    Ops queued while a transaction runs are committed together in the next one (group commit,
+    at most ``max_batch`` ops). Ops are plain functions of a sync :class:`Session`:
+
+    * SQLite: the whole batch runs on a sync ``sqlite3`` engine as one ``BEGIN IMMEDIATE``
+      transaction. With ``inline`` (commits that do not wait for the disk: ``synchronous=NORMAL``)
+      it runs on the event loop itself: a batch of 150 messages takes ~3 ms of CPU, while two
+      thread hops per batch cost 0.1 ms on an idle machine and several ms on a loaded one (each
+      waits for the scheduler). The WAL is then checkpointed (``PASSIVE``: never blocks the
+      writer; this is where the fsync happens) from the writer's thread, at most once every
+      ``CHECKPOINT_INTERVAL_S`` after writes. Without ``inline`` (``FULL``/``EXTRA``: every
+      commit fsyncs) batches run in that thread.
+    * other databases (PostgreSQL/asyncpg): the batch runs through the async session with
+      ``run_sync``.
+    """
+
+    CHECKPOINT_INTERVAL_S = 1.0
+
+    def __init__(self, sessions: async_sessionmaker, sync_engine: Engine | None = None, max_batch: int = 256,
+                 inline: bool = False) -> None:
+        self._sessions = sessions
+        self._sync_sessions = SyncSessionmaker(sync_engine, expire_on_commit=False) if sync_engine else None
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="db-writer") if sync_engine else None
+        self._inline = inline and sync_engine is not None
+        self._db_path = sync_engine.url.database if self._inline else None
+        self._checkpointer: sqlite3.Connection | None = None  # used only in the writer's thread
+        self._checkpoint: asyncio.Future | None = None
+        self._last_checkpoint = 0.0
+        self._queue: asyncio.Queue[tuple[WriteOp, asyncio.Future]] = asyncio.Queue()
+        self._max_batch = max_batch
+        self._task: asyncio.Task | None = None
+        self.batches = 0
+        self.ops = 0
+        self.checkpoints = 0
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._loop(), name="db-writer")
+
+    async def stop(self) -> None:
+        """Finish what is queued, then stop."""
+        if self._task is None:
+            return
+        await self._queue.join()
+        self._task.cancel()
+        try:
+            await self._task
+        except asyncio.CancelledError:
+            pass
+        self._task = None
+        if self._checkpoint is not None:
+            with contextlib.suppress(Exception):
+                await self._checkpoint
+        if self._thread is not None:
+            if self._checkpointer is not None:
+                self._thread.submit(self._checkpointer.close).result()
+            self._thread.shutdown(wait=True)
+
+    async def run(self, op: Callable[[Session], T] | NewMessage) -> T:
+        """Queue ``op`` (a write function of a sync Session, or a :class:`NewMessage`, which
+        returns a :class:`StoreResult`) and wait until its transaction committed; re-raises what
+        ``op`` raised."""
+        fut: asyncio.Future = asyncio.get_running_loop().create_future()
+        await self._queue.put((op, fut))
+        return await fut
+
+    async def _loop(self) -> None:
+        while True:
+            batch = [await self._queue.get()]
+            while len(batch) < self._max_batch:
+                try:
+                    batch.append(self._queue.get_nowait())
+                except asyncio.QueueEmpty:
+                    break
+            try:
+                await self._commit(batch)
+            finally:
+                for _ in batch:
+                    self._queue.task_done()
+
+    @staticmethod
+    def _body(session: Session, ops: list[WriteOp]) -> list[Any]:
+        results: list[Any] = [None] * len(ops)
+        messages = [(i, op) for i, op in enumerate(ops) if isinstance(op, NewMessage)]
+        for i, op in enumerate(ops):
+            if not isinstance(op, NewMessage):
+                results[i] = op(session)
+        if messages:
+            for (i, _), r in zip(messages, insert_messages(session, [op for _, op in messages]), strict=True):
+                results[i] = r
+        return results
+
+    def _sync_transaction(self, ops: list[WriteOp]) -> list[Any]:
+        with self._sync_sessions() as session:
+            session.connection(execution_options={"immediate": True})
+            results = self._body(session, ops)
+            session.commit()
+            return results
+
+    def _run_checkpoint(self) -> int:
+        """In the writer's thread: copy committed WAL frames into the database file (PASSIVE:
+        as many as readers allow, never waiting). Returns the frames copied."""
+        if self._checkpointer is None:
+            self._checkpointer = sqlite3.connect(self._db_path, isolation_level=None)
+            self._checkpointer.execute("PRAGMA busy_timeout=10000")
+        _busy, _wal_frames, copied = self._checkpointer.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        return copied
+
+    def _after_inline_commit(self) -> None:
+        now = time.monotonic()
+        if (self._checkpoint is not None and not self._checkpoint.done()) or \
+                now - self._last_checkpoint < self.CHECKPOINT_INTERVAL_S:
+            return
+        self._last_checkpoint = now
+        self._checkpoint = asyncio.get_running_loop().run_in_executor(self._thread, self._run_checkpoint)
+        self._checkpoint.add_done_callback(self._checkpoint_done)
+
+    def _checkpoint_done(self, fut: asyncio.Future) -> None:
+        if fut.cancelled():
+            return
+        if fut.exception() is not None:  # the WAL only grows until the next one succeeds
+            log.warning("WAL checkpoint failed: %r", fut.exception())
+        else:
+            self.checkpoints += 1
+
+    async def _transaction(self, batch: list[tuple[WriteOp, asyncio.Future]]) -> list[Any]:
+        ops = [op for op, _ in batch]
+        if self._inline:
+            try:
+                return self._sync_transaction(ops)
+            finally:
+                self._after_inline_commit()
+        if self._thread is not None:
+            return await asyncio.get_running_loop().run_in_executor(self._thread, self._sync_transaction, ops)
+        async with self._sessions() as session:
+            results = await session.run_sync(self._body, ops)
+            await session.commit()
+            return results
+
+    async def _commit(self, batch: list[tuple[WriteOp, asyncio.Future]]) -> None:
+        live = [(op, fut) for op, fut in batch if not fut.cancelled()]
+        if not live:
+            return
+        try:
+            results = await self._transaction(live)
+        except Exception as exc:  # noqa: BLE001 - each error goes to the caller that queued it
+            if len(live) > 1:  # find the culprit: each op alone, so the others still commit
+                for item in live:
+                    await self._commit([item])
+                return
+            if not live[0][1].done():
+                live[0][1].set_exception(exc)
+            return
+        self.batches += 1
+        self.ops += len(live)
+        for (_, fut), result in zip(live, results, strict=True):
+            if not fut.done():
+                fut.set_result(result)
