@@ -6,10 +6,13 @@ No timing assertion anywhere: only shapes, presence and internal consistency.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
-from bench import cli, report, targets, timing
+from bench import browser, cli, report, targets, timing
 
 STATS_KEYS = {"n", "median_ms", "p95_ms", "p99_ms"}
 
@@ -104,6 +107,51 @@ def test_context_peers_relay_json_keys(quick_report):
     assert relay["relay"]["in_database"] == relay["relay"]["acked"]
     assert relay["echo"]["messages"] == relay["relay"]["messages"]
     assert relay["ratio"] > 0
+
+
+def require_browser() -> None:
+    """Skip when Chromium or Playwright is missing, unless CI is set: then fail."""
+    why = browser.unavailable()
+    if why:
+        if os.environ.get("CI"):
+            pytest.fail(f"e2ee-bench browser must run in CI: {why}")
+        pytest.skip(why)
+
+
+def _check_browser(b: dict) -> None:
+    assert b["cross_origin_isolated"] is True
+    assert b["timer_step_ms"] <= 0.0101  # 5 µs steps when isolated (100 µs without)
+    assert "HeadlessChrome" in b["user_agent"] and b["version"]
+    assert b["format_check"] == {"opened": True, "error": None}
+    for payload in ("100 B", "1 KB", "10 KB"):
+        assert set(b["per_request"][payload]) == {"L3", "L4"}
+    rows = [*b["enc_dec_1kb"].values(), *b["l4"].values(), *(s for r in b["per_request"].values() for s in r.values())]
+    for s in rows:
+        assert _is_stats(s) and s["source"] in ("per-call", "batch") and s["batch_ms"] > 0
+        assert s["median_ms"] == (s["per_call_median_ms"] if s["resolvable"] else s["batch_ms"])
+    assert list(b["recipients"]) == [str(n) for n in b["params"]["counts"]]
+    assert b["batch_check"]["checked"] > 0
+
+
+def test_browser_quick_command(tmp_path):
+    """``e2ee-bench browser --quick`` as CI runs it: real Chromium, a cross-origin-isolated page."""
+    require_browser()
+    out = tmp_path / "browser.json"
+    proc = subprocess.run([sys.executable, "-m", "bench.cli", "browser", "--quick", "--json", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    _check_browser(json.loads(out.read_text())["browser"])
+    assert "batch vs per-call median" in proc.stdout
+
+
+def test_report_has_the_chromium_columns(quick_report):
+    results, out, _proc = quick_report
+    if "skipped" in results["browser"]:
+        require_browser()
+    _check_browser(results["browser"])
+    text = (out / "REPORT.md").read_text()
+    assert "Chromium WebCrypto ms" in text and results["browser"]["user_agent"] in text
+    assert "## Beyond the article: WebCrypto in a real browser" in text
 
 
 def test_every_target_is_reported(quick_report):
