@@ -31,12 +31,14 @@ from pathlib import Path
 
 import platformdirs
 
-from shared.errors import E2EEError
+from shared.errors import E2EEError, InvalidRequest
 from shared.keys import fingerprint, safety_number
+from shared.names import canonical_username
 
 from . import keystore
 from .core import ChatClient, ClientError, Delivered, KeyChangeBlocked, RecordChanged
 from .history import Record
+from .private import append_private
 from .widgets import harmless, unreadable_text
 
 EXIT_FAILED = 1
@@ -122,6 +124,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.profile = getattr(args, "profile", None) or (Path(os.environ["E2EE_PROFILE"])
                                                       if os.environ.get("E2EE_PROFILE") else None)
+    try:  # every name typed is canonical before it names a profile, a contact or a conversation member
+        for attr in ("user", "contact"):
+            if getattr(args, attr, None):
+                setattr(args, attr, canonical_username(getattr(args, attr)))
+        for attr in ("to", "with_"):
+            if getattr(args, attr, None):
+                setattr(args, attr, [canonical_username(u) for u in getattr(args, attr)])
+    except InvalidRequest as exc:
+        parser.error(exc.message)
     if args.command is None:
         return _interactive(args)
     if not getattr(args, "user", None):
@@ -135,11 +146,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _log_to_file() -> Path:
-    folder = Path(platformdirs.user_log_dir("e2ee-chat", appauthor=False))
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    path = folder / "client.log"
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    handler = logging.StreamHandler(os.fdopen(fd, "a", encoding="utf-8"))
+    path = Path(platformdirs.user_log_dir("e2ee-chat", appauthor=False)) / "client.log"
+    handler = logging.StreamHandler(append_private(path))
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger("e2ee")
     root.addHandler(handler)

@@ -23,7 +23,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
 import random
 import secrets
 import time
@@ -42,13 +41,16 @@ from shared.errors import (
     AuthFailed,
     E2EEError,
     EnvelopeTooLarge,
+    KeyAnswerMismatch,
     SignatureInvalid,
     UnknownSenderKey,
 )
 from shared.keys import DEFAULT_RSA_BITS, Identity, PublicIdentity
+from shared.names import canonical_username
 
 from . import keystore, measure
 from .history import History, Record, now_ms
+from .private import write_private
 
 log = logging.getLogger("e2ee.client")
 REQUIRED_LEVEL = 4
@@ -289,7 +291,8 @@ class ChatClient:
 
     Args:
         server_url: relay base URL, e.g. ``http://127.0.0.1:8765`` (``https://`` for TLS).
-        username: the account name.
+        username: the account name, canonicalised here (``Alice`` is ``alice``,
+            :func:`shared.names.canonical_username`); the profile folder is named after that form.
         profile_root: folder for per-account files (keystore 0600, contacts, history cache);
             default: the platform's user data folder (platformdirs).
         kdf: Argon2id cost override for the keystore (tests use a small one).
@@ -299,8 +302,8 @@ class ChatClient:
     def __init__(self, server_url: str, username: str, profile_root: Path | None = None,
                  kdf: dict | None = None, backoff: tuple[float, float] = (0.5, 30.0)) -> None:
         self.server_url = server_url.rstrip("/")
-        self.username = username
-        self.profile = (profile_root or default_profile_root()) / _url_slug(self.server_url) / username
+        self.username = canonical_username(username)  # InvalidRequest for a name the relay would refuse
+        self.profile = (profile_root or default_profile_root()) / _url_slug(self.server_url) / self.username
         self.kdf = kdf
         self.backoff = backoff
         self.identity: Identity | None = None
@@ -328,6 +331,7 @@ class ChatClient:
         self._password: str | None = None
         self._passphrase: str | None = None
         self._local_key = b""
+        self._bundle: keystore.KeyBundle | None = None
         self._http = httpx2.AsyncClient(base_url=self.server_url, timeout=30)
         self._ws: ClientConnection | None = None
         self._reader: asyncio.Task | None = None
@@ -367,17 +371,18 @@ class ChatClient:
     def _save_state(self) -> None:
         """Write the contacts (pinned keys, verified flags, key-change events), 0600, atomically."""
         self.profile.mkdir(parents=True, exist_ok=True, mode=0o700)
-        _atomic_write(self.profile / "contacts.json",
-                      json.dumps({n: c.to_json() for n, c in self.contacts.items()}, indent=1))
+        write_private(self.profile / "contacts.json",
+                      json.dumps({n: c.to_json() for n, c in self.contacts.items()}, indent=1).encode())
 
     async def _open_local(self, bundle: keystore.KeyBundle, passphrase: str) -> None:
         """After the keystore opened: history cache, cursor and counters, contacts, outbox."""
+        bundle = bundle.complete()
+        if bundle.upgrade:  # an older keystore: it gains its missing keys and the normalised passphrase form
+            await asyncio.to_thread(keystore.save_bundle, self.keystore_path, bundle, passphrase, self.kdf)
         self.identity, self.retired = bundle.identity, bundle.retired
         self._passphrase = passphrase
         self._local_key = bundle.local_key
-        if not self._local_key:  # a keystore written before the history cache existed
-            self._local_key = await asyncio.to_thread(
-                keystore.save, self.keystore_path, bundle.identity, passphrase, self.kdf, retired=bundle.retired)
+        self._bundle = bundle
         self._load_contacts()
         me = self.contacts.get(self.username)
         if me is None or me.identity.wrap_kid != self.identity.wrap_kid:
@@ -455,8 +460,9 @@ class ChatClient:
         data = await self._request("POST", "/v1/accounts", {
             "username": self.username, "password": password, "wrap_key": pub["wrap_key"],
             "sign_key": pub["sign_key"]}, auth=False)
-        self.username = data["username"]
-        self.profile = self.profile.parent / self.username
+        if data.get("username") != self.username:  # the name is ours to decide, never the relay's
+            raise KeyAnswerMismatch(f"the relay registered {str(data.get('username'))[:40]!r}, "
+                                    f"not {self.username!r}", field="username")
         if self.profile.exists() and any(self.profile.iterdir()):
             aside = self.profile.with_name(f"{self.username}.replaced-{int(time.time())}")
             log.warning("a profile for %s existed; moved to %s", self.username, aside)
@@ -514,7 +520,7 @@ class ChatClient:
         Raises:
             ClientError: ``not_found`` (no such user or no key published), relay errors.
         """
-        ident = PublicIdentity.from_json(await self._request("GET", f"/v1/users/{user}/keys"))
+        ident = await self._fetch_identity(user)
         self._key_fetched_at[ident.username] = time.monotonic()
         contact = self.contacts.get(ident.username)
         if contact is None:
@@ -544,6 +550,22 @@ class ChatClient:
             await self.events.put(KeyChanged(ident.username, old, new, signed))
         return self.contacts[ident.username].identity
 
+    async def _fetch_identity(self, user: str) -> PublicIdentity:
+        """``user``'s current keys as the relay answers them, for exactly that (canonical) name.
+
+        Raises:
+            InvalidRequest: ``user`` is not a valid username.  KeyAnswerMismatch: the answer names
+            someone else.  KeyInvalid: an unacceptable key.  ClientError: relay errors.
+        """
+        user = canonical_username(user)
+        doc = await self._request("GET", f"/v1/users/{user}/keys")
+        named = doc.get("username") if isinstance(doc, dict) else None
+        if named != user:
+            log.warning("key answer for %s names %r: refused, nothing pinned", user, str(named)[:40])
+            raise KeyAnswerMismatch(f"the relay answered a key fetch for {user} with the keys of "
+                                    f"{str(named)[:40]!r}: refused, nothing pinned", field="username")
+        return PublicIdentity.from_json(doc)
+
     async def _rotation_evidence(self, pinned: PublicIdentity, new: PublicIdentity) -> bool | None:
         """Is there a chain of rotation signatures from the pinned signing key to ``new``?"""
         try:
@@ -571,6 +593,7 @@ class ChatClient:
         return True
 
     def _decide(self, user: str, decision: str) -> None:
+        user = canonical_username(user)
         contact = self.contacts[user]
         if contact.pending is not None:
             contact.previous.append(contact.identity)
@@ -623,8 +646,10 @@ class ChatClient:
         before anything is created.
 
         Raises:
-            MemberWithoutKey, ClientError (``not_found`` for unknown users).
+            MemberWithoutKey, ClientError (``not_found`` for unknown users), InvalidRequest (a name
+            that is not a valid username).
         """
+        members = [canonical_username(m) for m in members]
         for user in members:
             if user != self.username and user not in self.contacts:
                 await self._fetch_for_send(user)
@@ -665,8 +690,10 @@ class ChatClient:
         Keys of added members are fetched (and pinned) first.
 
         Raises:
-            MemberWithoutKey, ClientError (``forbidden``, ``not_found``, ``invalid_request``).
+            MemberWithoutKey, ClientError (``forbidden``, ``not_found``, ``invalid_request``),
+            InvalidRequest (a name that is not a valid username).
         """
+        add, remove = [canonical_username(u) for u in add], [canonical_username(u) for u in remove]
         for user in add:
             if user not in self.contacts:
                 await self._fetch_for_send(user)
@@ -709,7 +736,8 @@ class ChatClient:
             "wrap_key": pub["wrap_key"], "sign_key": pub["sign_key"], "signature": b64u_encode(sig)})
         retired = (old, *self.retired)
         await asyncio.to_thread(keystore.save, self.keystore_path, new, passphrase, self.kdf,
-                                local_key=self._local_key, retired=retired)
+                                local_key=self._local_key, retired=retired,
+                                trust_key=self._bundle.trust_key if self._bundle else None)
         self.identity, self.retired = new, retired
         me = self.contacts.get(self.username)
         self.contacts[self.username] = Contact(new.public, verified=True,
@@ -1532,10 +1560,3 @@ def _consume(fut: asyncio.Future) -> None:
     if not fut.cancelled():
         fut.exception()
 
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)

@@ -1,22 +1,33 @@
 """Private keys at rest: one file per account, encrypted under the user's passphrase.
 
-File (UTF-8 JSON, mode 0600, written atomically)::
+File (UTF-8 JSON, mode 0600, written atomically by :mod:`client_tui.private`)::
 
     {"format": "e2ee-chat-keystore", "v": 1, "username": ..., "wrap_kid": ..., "sign_kid": ...,
      "kdf": {"name": "argon2id", "salt": b64url(16), "iterations": 3, "memory_kib": 65536, "lanes": 4},
+     "passphrase_form": "rfc8265-opaque",
      "nonce": b64url(12), "ciphertext": b64url(AES-256-GCM(secret JSON) || tag)}
 
-The key is Argon2id(passphrase) (RFC 9106), 32 bytes; the AAD is the canonical JSON of every
-member except ``ciphertext``, so the header cannot be changed without the passphrase check
-failing. The header holds only public values (names, key ids, KDF parameters, nonce).
+The key is Argon2id(passphrase) (RFC 9106), 32 bytes, where the passphrase is first prepared
+with PRECIS OpaqueString (RFC 8265 §4.2: NFC, non-ASCII spaces to U+0020;
+:func:`shared.names.normalise_secret`), so a passphrase typed in composed or decomposed Unicode
+opens the same file. A file without ``passphrase_form`` was written before that rule: it is tried
+with the normalised form, then once with the raw text, and re-saved in the new form
+(:attr:`KeyBundle.upgrade`). The AAD is the canonical JSON of every member except
+``ciphertext``, so the header cannot be changed without the passphrase check failing. The header
+holds only public values (names, key ids, KDF parameters, nonce).
 
 The secret JSON holds:
 
 * ``wrap_private`` (RSA, PKCS#8 DER) and ``sign_private`` (Ed25519 raw seed), base64url;
 * ``local_key`` (32 random bytes, base64url): the key of the local history cache (see
   :mod:`client_tui.history`); added on first use to older files;
+* ``trust_key`` (32 random bytes, base64url): the key of the sealed trust store (see
+  :mod:`client_tui.trust`); added on first open to older files;
 * ``retired``: earlier key pairs (same two members each) kept after a key rotation, so that
-  messages sealed to an old key before the rotation was seen can still be opened.
+  messages sealed to an old key before the rotation was seen can still be opened;
+* ``pending``: new key pairs saved *before* they are published by a rotation (phase 1 of
+  :mod:`client_tui.rotate`), or null. Until the rotation is committed locally they open messages
+  sealed to them, so a failure between publishing and committing loses nothing.
 
 Export and import move the encrypted file as it is: it stays encrypted under the passphrase.
 """
@@ -25,8 +36,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,12 +46,16 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.argon2 import Argon2id
 
 from shared.b64 import b64u_decode, b64u_encode
-from shared.errors import E2EEError
+from shared.errors import E2EEError, InvalidRequest
 from shared.keys import Identity
+from shared.names import normalise_secret, secret_candidates
+
+from .private import create_private, write_private
 
 FORMAT = "e2ee-chat-keystore"
 DEFAULT_KDF = {"iterations": 3, "memory_kib": 65536, "lanes": 4}
 LOCAL_KEY_BYTES = 32
+PASSPHRASE_FORM = "rfc8265-opaque"  # noqa: S105 - the name of a normalisation, not a secret
 
 
 class KeystoreError(E2EEError):
@@ -63,13 +76,32 @@ class KeyBundle:
 
     Attributes:
         identity: the current key pairs.
-        local_key: 32-byte AES-256-GCM key of the local history cache.
+        local_key: 32-byte AES-256-GCM key of the local history cache (empty in a file too old).
         retired: earlier key pairs, newest first (kept to open messages sealed before a rotation).
+        trust_key: 32-byte AES-256-GCM key of the sealed trust store (empty in a file too old).
+        pending: new key pairs of a rotation not yet committed (saved before publishing), or None.
+        upgrade: the file should be saved again (a legacy passphrase form, or a key missing).
     """
 
     identity: Identity
     local_key: bytes = field(repr=False)
     retired: tuple[Identity, ...] = ()
+    trust_key: bytes = field(default=b"", repr=False)
+    pending: Identity | None = None
+    upgrade: bool = False
+
+    def complete(self) -> KeyBundle:
+        """This bundle with a fresh ``local_key``/``trust_key`` where one is missing."""
+        return KeyBundle(self.identity, self.local_key or os.urandom(LOCAL_KEY_BYTES), self.retired,
+                         self.trust_key or os.urandom(LOCAL_KEY_BYTES), self.pending,
+                         self.upgrade or not (self.local_key and self.trust_key))
+
+
+def _prepared(passphrase: str) -> str:
+    try:
+        return normalise_secret(passphrase, "passphrase")
+    except InvalidRequest as exc:
+        raise KeystoreError(exc.message, field="passphrase") from None
 
 
 def _derive(passphrase: str, kdf: dict, salt: bytes) -> bytes:
@@ -100,7 +132,8 @@ def _unpair(username: str, doc: dict) -> Identity:
 
 
 def save(path: Path, identity: Identity, passphrase: str, kdf: dict | None = None, *,
-         local_key: bytes | None = None, retired: tuple[Identity, ...] | list[Identity] = ()) -> bytes:
+         local_key: bytes | None = None, retired: tuple[Identity, ...] | list[Identity] = (),
+         trust_key: bytes | None = None, pending: Identity | None = None) -> bytes:
     """Encrypt ``identity``'s private keys under ``passphrase`` and write ``path`` (0600, atomic).
 
     ``kdf`` overrides Argon2id costs (``iterations``, ``memory_kib``, ``lanes``); ~0.2 s by default.
@@ -110,42 +143,51 @@ def save(path: Path, identity: Identity, passphrase: str, kdf: dict | None = Non
         the history key stored in the file (``local_key``, or a new random one).
 
     Raises:
-        KeystoreError: empty passphrase.
+        KeystoreError: empty passphrase, or one with a disallowed character.
+        OSError: the file could not be written (the old file is left as it was).
+    """
+    bundle = KeyBundle(identity, local_key or os.urandom(LOCAL_KEY_BYTES), tuple(retired),
+                       trust_key or os.urandom(LOCAL_KEY_BYTES), pending)
+    save_bundle(path, bundle, passphrase, kdf)
+    return bundle.local_key
+
+
+def save_bundle(path: Path, bundle: KeyBundle, passphrase: str, kdf: dict | None = None) -> None:
+    """Write every part of ``bundle`` (current, pending and retired keys, history and trust-store
+    keys) to ``path``, encrypted under ``passphrase`` (prepared with RFC 8265 OpaqueString).
+
+    CPU-bound (Argon2id): call it from a thread in an event loop.
+
+    Raises:
+        KeystoreError: empty passphrase, one with a disallowed character, or a key missing.
+        OSError: the file could not be written (the old file is left as it was).
     """
     if not passphrase:
         raise KeystoreError("a passphrase is required", field="passphrase")
-    local_key = local_key or os.urandom(LOCAL_KEY_BYTES)
+    prepared = _prepared(passphrase)
+    if len(bundle.local_key) != LOCAL_KEY_BYTES or len(bundle.trust_key) != LOCAL_KEY_BYTES:
+        raise KeystoreError("history and trust-store keys must be 32 bytes", field="local_key")
+    identity = bundle.identity
     params = {"name": "argon2id", "salt": b64u_encode(os.urandom(16)), **(kdf or DEFAULT_KDF)}
     nonce = os.urandom(12)
     header = {
         "format": FORMAT, "v": 1, "username": identity.username,
-        "wrap_kid": identity.wrap_kid, "sign_kid": identity.sign_kid, "kdf": params, "nonce": b64u_encode(nonce),
+        "wrap_kid": identity.wrap_kid, "sign_kid": identity.sign_kid, "kdf": params,
+        "passphrase_form": PASSPHRASE_FORM, "nonce": b64u_encode(nonce),
     }
     secret = json.dumps({
-        **_pair(identity), "local_key": b64u_encode(local_key), "retired": [_pair(r) for r in retired],
+        **_pair(identity), "local_key": b64u_encode(bundle.local_key), "trust_key": b64u_encode(bundle.trust_key),
+        "retired": [_pair(r) for r in bundle.retired],
+        "pending": _pair(bundle.pending) if bundle.pending is not None else None,
     }).encode()
-    key = _derive(passphrase, params, b64u_decode(params["salt"]))
+    key = _derive(prepared, params, b64u_decode(params["salt"]))
     doc = {**header, "ciphertext": b64u_encode(AESGCM(key).encrypt(nonce, secret, _aad(header)))}
-    _atomic_json(Path(path), doc)
-    return local_key
+    write_private(Path(path), json.dumps(doc, indent=1).encode())
 
 
-def _atomic_json(path: Path, doc: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".keystore-")
-    try:
-        os.fchmod(fd, 0o600)
-        with os.fdopen(fd, "w") as f:
-            json.dump(doc, f, indent=1)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _open(path: Path, passphrase: str) -> tuple[dict, dict]:
+def _open(path: Path, passphrase: str) -> tuple[dict, dict, bool]:
+    """Decrypt ``path``; returns ``(header, secret, legacy)`` where ``legacy`` says the file was
+    written before passphrases were normalised (it should be saved again)."""
     try:
         doc = json.loads(Path(path).read_text())
         if not isinstance(doc, dict):
@@ -156,7 +198,7 @@ def _open(path: Path, passphrase: str) -> tuple[dict, dict]:
         kdf = header["kdf"]
         if kdf.get("name") != "argon2id":
             raise KeystoreError(f"keystore {path} uses an unknown KDF")
-        key = _derive(passphrase, kdf, b64u_decode(kdf["salt"], "salt"))
+        salt = b64u_decode(kdf["salt"], "salt")
         nonce = b64u_decode(header["nonce"], "nonce")
         sealed = b64u_decode(doc["ciphertext"], "ciphertext")
     except FileNotFoundError:
@@ -165,11 +207,20 @@ def _open(path: Path, passphrase: str) -> tuple[dict, dict]:
         if isinstance(exc, KeystoreError):
             raise
         raise KeystoreError(f"keystore {path} is damaged") from None
-    try:
-        secret = json.loads(AESGCM(key).decrypt(nonce, sealed, _aad(header)))
-    except InvalidTag:
-        raise WrongPassphrase("wrong passphrase (or the keystore file was altered)", field="passphrase") from None
-    return header, secret
+    legacy = header.get("passphrase_form") != PASSPHRASE_FORM
+    try:  # a passphrase that cannot be normalised cannot have made a new-form file
+        candidates = secret_candidates(passphrase) if legacy else [normalise_secret(passphrase, "passphrase")]
+    except InvalidRequest:
+        candidates = []
+    for candidate in candidates:
+        try:
+            key = _derive(candidate, kdf, salt)
+            return header, json.loads(AESGCM(key).decrypt(nonce, sealed, _aad(header))), legacy
+        except InvalidTag:
+            continue
+        except (ValueError, KeyError, TypeError):
+            raise KeystoreError(f"keystore {path} is damaged") from None
+    raise WrongPassphrase("wrong passphrase (or the keystore file was altered)", field="passphrase")
 
 
 def load_bundle(path: Path, passphrase: str) -> KeyBundle:
@@ -181,18 +232,22 @@ def load_bundle(path: Path, passphrase: str) -> KeyBundle:
         KeystoreError: missing or malformed file.
         WrongPassphrase: the passphrase is wrong or the file was altered.
     """
-    header, secret = _open(path, passphrase)
+    header, secret, legacy = _open(path, passphrase)
     try:
-        identity = _unpair(header["username"], secret)
-        retired = tuple(_unpair(header["username"], r) for r in secret.get("retired", []))
+        name = header["username"]
+        identity = _unpair(name, secret)
+        retired = tuple(_unpair(name, r) for r in secret.get("retired", []))
         local_key = b64u_decode(secret["local_key"], "local_key") if "local_key" in secret else b""
+        trust_key = b64u_decode(secret["trust_key"], "trust_key") if "trust_key" in secret else b""
+        pending = _unpair(name, secret["pending"]) if secret.get("pending") else None
     except (KeyError, TypeError, ValueError, E2EEError) as exc:
         if isinstance(exc, KeystoreError):
             raise
         raise KeystoreError(f"keystore {path} is damaged") from None
     if identity.wrap_kid != header["wrap_kid"] or identity.sign_kid != header["sign_kid"]:
         raise KeystoreError("keystore keys do not match its key ids")
-    return KeyBundle(identity, local_key, retired)
+    return KeyBundle(identity, local_key, retired, trust_key, pending,
+                     upgrade=legacy or not (local_key and trust_key))
 
 
 def load(path: Path, passphrase: str) -> Identity:
@@ -230,11 +285,10 @@ def export_to(path: Path, dest: Path) -> Path:
     """
     peek(path)
     dest = Path(dest)
-    if dest.exists():
-        raise KeystoreError(f"{dest} exists; not overwritten", field="dest")
-    fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as out, open(path, "rb") as src:
-        shutil.copyfileobj(src, out)
+    try:
+        create_private(dest, Path(path).read_bytes())
+    except FileExistsError:
+        raise KeystoreError(f"{dest} exists; not overwritten", field="dest") from None
     return dest
 
 
@@ -253,5 +307,5 @@ def import_from(src: Path, path: Path, passphrase: str, username: str, *, overwr
                             field="username")
     if Path(path).exists() and not overwrite:
         raise KeystoreError(f"a keystore exists at {path}; not overwritten", field="path")
-    _atomic_json(Path(path), json.loads(Path(src).read_text()))
+    write_private(Path(path), Path(src).read_bytes())
     return bundle

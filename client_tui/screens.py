@@ -16,8 +16,9 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, Checkbox, Input, Label, LoadingIndicator, Select, Static
 
-from shared.errors import E2EEError
+from shared.errors import E2EEError, InvalidRequest
 from shared.keys import fingerprint, safety_number
+from shared.names import canonical_username
 
 from .core import ChatClient
 from .widgets import harmless
@@ -27,7 +28,16 @@ if TYPE_CHECKING:
 
 
 def _names(text: str) -> list[str]:
-    return [n.strip() for n in text.replace(";", ",").replace(" ", ",").split(",") if n.strip()]
+    """Usernames typed in a field, canonical (``Bob`` is ``bob``); a name that is not valid stays
+    as typed, for the client's typed error to name it."""
+    out = []
+    for n in (n.strip() for n in text.replace(";", ",").replace(" ", ",").split(",")):
+        if n:
+            try:
+                out.append(canonical_username(n))
+            except InvalidRequest:
+                out.append(n)
+    return out
 
 
 class LoginScreen(Screen[ChatClient]):
@@ -90,15 +100,17 @@ class LoginScreen(Screen[ChatClient]):
         busy.display = True
         self.query_one("#go", Button).disabled = True
         self._error("")
-        client = ChatClient(server, username, self.profile_root, kdf=self.kdf)
+        client = None
         try:
+            client = ChatClient(server, username, self.profile_root, kdf=self.kdf)  # canonical name, or refused
             if register:
                 self.query_one("#login-error", Label).update(f"generating an RSA-{bits} key in a thread…")
                 await client.register(password, passphrase, bits=bits)
             else:
                 await client.login(password, passphrase)
         except E2EEError as exc:
-            await client.close()
+            if client is not None:
+                await client.close()
             self._error(f"{exc.message} ({exc.code})")
             return
         finally:

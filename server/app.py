@@ -28,9 +28,10 @@ from shared.errors import (
     NotFound,
     RateLimited,
 )
+from shared.names import canonical_username
 
 from . import store
-from .auth import Claims, Passwords, Tokens, bearer_token, canonical_username
+from .auth import Claims, Passwords, Tokens, bearer_token
 from .db import commits_wait_for_disk, create_engine, create_writer_engine, sessionmaker
 from .limits import RateLimiter
 from .relay import Relay
@@ -229,9 +230,13 @@ async def login(request: Request) -> Response:
     if username is not None:
         async with st.sessions() as session:
             user = await store.get_user(session, username)
-    if not await st.passwords.verify(user.password_hash if user else None, body.password):
+    ok, upgraded = await st.passwords.verify_and_upgrade(user.password_hash if user else None, body.password)
+    if not ok:
         log.info("login refused user=%s", username or "?")
         raise AuthFailed("unknown user or wrong password")
+    if upgraded is not None:  # a hash of the raw (pre-normalisation) form: store the normalised one
+        await st.writer.run(store.set_password_hash(user.id, user.password_hash, upgraded))
+        log.info("password hash upgraded user=%s", user.username)
     token, exp = st.tokens.issue(user.username)
     return _json({"token": token, "expires_at": exp, "username": user.username})
 

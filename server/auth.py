@@ -8,11 +8,10 @@ token once, at connect.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-import re
 import secrets
 import time
-import unicodedata
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -22,28 +21,13 @@ from argon2.exceptions import InvalidHashError, VerificationError
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
 from shared.errors import AuthFailed, InvalidRequest
+from shared.names import canonical_username, normalise_secret, secret_candidates
 
 log = logging.getLogger("e2ee.relay.auth")
 
-USERNAME_RE = re.compile(r"[a-z0-9][a-z0-9_.-]{2,31}")
+__all__ = ["Claims", "Passwords", "Tokens", "bearer_token", "canonical_username"]
+
 MAX_PASSWORD_CHARS = 1024
-
-
-def canonical_username(raw: str) -> str:
-    """NFKC-normalise and casefold ``raw``; require 3-32 of ``[a-z0-9_.-]``, starting alphanumeric.
-
-    Raises:
-        InvalidRequest: the result is not an acceptable username.
-    """
-    if not isinstance(raw, str):
-        raise InvalidRequest("username must be a string", field="username")
-    name = unicodedata.normalize("NFKC", raw).casefold()
-    if not USERNAME_RE.fullmatch(name):
-        raise InvalidRequest(
-            "username: 3-32 characters from a-z 0-9 _ . - starting with a letter or digit",
-            field="username",
-        )
-    return name
 
 
 class Passwords:
@@ -54,23 +38,48 @@ class Passwords:
         self._dummy = self._ph.hash(secrets.token_hex(16))
 
     async def hash(self, password: str) -> str:
-        """Return the PHC-format argon2id hash of ``password``.
+        """Return the PHC-format argon2id hash of ``password`` prepared with PRECIS OpaqueString
+        (RFC 8265 §4.2, :func:`shared.names.normalise_secret`): composed and decomposed forms of
+        the same text hash alike.
 
         Raises:
-            InvalidRequest: empty or longer than 1024 characters.
+            InvalidRequest: empty, longer than 1024 characters, or holding a disallowed character.
         """
         if not isinstance(password, str) or not 0 < len(password) <= MAX_PASSWORD_CHARS:
             raise InvalidRequest(f"password must have 1-{MAX_PASSWORD_CHARS} characters", field="password")
-        return await asyncio.to_thread(self._ph.hash, password)
+        return await asyncio.to_thread(self._ph.hash, normalise_secret(password))
 
     async def verify(self, stored_hash: str | None, password: str) -> bool:
         """True if ``password`` matches; a missing user still costs one hash (no timing oracle)."""
+        return (await self.verify_and_upgrade(stored_hash, password))[0]
 
-        def check() -> bool:
-            try:
-                return self._ph.verify(stored_hash or self._dummy, password) and stored_hash is not None
-            except (VerificationError, InvalidHashError):
-                return False
+    async def verify_and_upgrade(self, stored_hash: str | None, password: str) -> tuple[bool, str | None]:
+        """Check ``password`` against ``stored_hash``: its normalised form first, then - for a hash
+        made before passwords were normalised - the raw form once.
+
+        Returns:
+            ``(ok, new_hash)``: ``new_hash`` is a hash of the normalised form to store in place of
+            the old one when the raw form matched (or the hash's parameters are outdated), else None.
+        """
+        candidates = secret_candidates(password) if isinstance(password, str) else []
+
+        def check() -> tuple[bool, str | None]:
+            if stored_hash is None or not candidates:
+                with contextlib.suppress(VerificationError, InvalidHashError):
+                    self._ph.verify(self._dummy, candidates[0] if candidates else "-")
+                return False, None
+            for i, candidate in enumerate(candidates):
+                try:
+                    self._ph.verify(stored_hash, candidate)
+                except (VerificationError, InvalidHashError):
+                    continue
+                if i > 0 or self._ph.check_needs_rehash(stored_hash):
+                    try:
+                        return True, self._ph.hash(normalise_secret(password))
+                    except InvalidRequest:  # a legacy password that cannot be normalised stays as it is
+                        return True, None
+                return True, None
+            return False, None
 
         return await asyncio.to_thread(check)
 

@@ -26,6 +26,8 @@ Modes (``MODE`` or ``MODE:ARG``; each attack is logged as a warning naming seq, 
 ``key-first[:USER]`` every key fetch for another user answers USER's keys (default ``mallory``) under the
                 asked name, from the very first fetch
 ``key-mid[:USER]``   the first fetch of each (requester, user) pair answers the real keys, later ones USER's
+``key-name[:USER]``  every key fetch for another user answers USER's keys under USER's own name (the answer
+                names someone other than the user asked for)
 ``lose-ack``    the first ``stored`` answer to each user is withheld and its connection closed (1012),
                 as if the ack was lost in transit; the client's retry gets the original seq
 ``crash[:SEQ]``  the relay SIGKILLs itself when about to deliver message SEQ (default 1): after the commit,
@@ -59,11 +61,11 @@ log = logging.getLogger("e2ee.relay.hostile")
 MODES = {
     "replay": "1", "reorder": None, "drop": "3", "duplicate": None, "move": None, "sender": None,
     "sender-header": None, "strip": "", "swap": None, "header": None, "tag": None, "key-first": "mallory",
-    "key-mid": "mallory", "lose-ack": None, "crash": "1",
+    "key-mid": "mallory", "key-name": "mallory", "lose-ack": None, "crash": "1",
 }
 """Every mode and its default argument (None: takes no argument)."""
 
-KEY_MODES = ("key-first", "key-mid")
+KEY_MODES = ("key-first", "key-mid", "key-name")
 DB_MODES = ("move", "sender", "sender-header", "strip")
 CLOSE_LOST = 1012
 DAY_MS = 86_400_000
@@ -362,7 +364,7 @@ class HostileRelay:
     def _key_first(self, wire, frame, raw, h, ctr, snd, text):
         return [text]
 
-    _key_mid = _key_first
+    _key_mid = _key_name = _key_first
 
     def _lose_ack(self, wire, frame, raw, h, ctr, snd, text):
         return [text]
@@ -386,13 +388,14 @@ class HostileRelay:
             pair = (requester, username)
             first = pair not in self._fetched
             self._fetched.add(pair)
-            if self.mode == "key-first" or not first:
+            if self.mode in ("key-first", "key-name") or not first:
                 path = f"/v1/users/{substitute}/keys"
                 sub_scope = {**scope, "path": path, "raw_path": path.encode()}
                 s_status, _, s_body = await self._call(sub_scope, _empty_receive)
                 if s_status == 200:
                     doc = json.loads(s_body)
-                    doc["username"] = json.loads(body)["username"]
+                    if self.mode != "key-name":  # key-name: the answer keeps the substitute's own name
+                        doc["username"] = json.loads(body)["username"]
                     body = json.dumps(doc).encode()
                     headers = [(k, v) for k, v in headers if k.lower() != b"content-length"]
                     headers.append((b"content-length", str(len(body)).encode()))

@@ -170,6 +170,18 @@ def add_user(
     return op
 
 
+def set_password_hash(user_id: int, old_hash: str, new_hash: str) -> Callable[[Session], bool]:
+    """A write op replacing a user's password hash (an upgrade to the normalised form, or to the
+    current argon2 parameters) if it is still ``old_hash``; returns whether it was replaced."""
+
+    def op(s: Session) -> bool:
+        done = s.execute(update(User).where(User.id == user_id, User.password_hash == old_hash)
+                         .values(password_hash=new_hash))
+        return bool(done.rowcount)
+
+    return op
+
+
 def add_conversation(creator_id: int, title: str, member_ids: list[int]) -> Callable[[Session], str]:
     """A write op creating a conversation (random 128-bit id) with its members; returns the id."""
 

@@ -151,6 +151,27 @@ class SenderMismatch(VerificationFailed):
     code = "sender_mismatch"
 
 
+class KeyAnswerMismatch(VerificationFailed):
+    """A key answer (or key history) names another user than the one the client asked for;
+    nothing from it is pinned (DESIGN §10: the client decides whom a key belongs to)."""
+
+    code = "key_answer_mismatch"
+
+
+class RetiredSenderKey(VerificationFailed):
+    """The envelope is signed by a signing key its sender replaced, and the relay stored it after
+    the replacement was published: a stolen or leaked old key, never shown as the sender's text."""
+
+    code = "retired_sender_key"
+
+
+class KeyChangeUnreviewed(VerificationFailed):
+    """Signed by a key that replaced the pinned one without the pinned key's signature and that
+    the user has not accepted: held back until the user reviews the change."""
+
+    code = "key_change_unreviewed"
+
+
 # -- relay answers (sent as error frames or JSON error bodies) ----------------------------------
 class AuthFailed(E2EEError):
     """Missing, malformed, expired or otherwise unacceptable credentials or token."""

@@ -40,11 +40,12 @@ def test_the_file_holds_no_plaintext_key_material(tmp_path, identities):
         assert needle not in blob, name
     assert local_key not in blob and b64u_encode(local_key).encode() not in blob
     doc = json.loads(blob)
-    assert set(doc) == {"format", "v", "username", "wrap_kid", "sign_kid", "kdf", "nonce", "ciphertext"}
+    assert set(doc) == {"format", "v", "username", "wrap_kid", "sign_kid", "kdf", "passphrase_form", "nonce",
+                        "ciphertext"}
     assert doc["kdf"]["name"] == "argon2id"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
-    assert not [p for p in path.parent.iterdir() if p.name.startswith(".keystore-")]  # no temp file left
+    assert [p.name for p in path.parent.iterdir()] == ["keystore.json"]  # no temp file left
     assert keystore.load(path, "correct horse").wrap_kid == alice.wrap_kid
 
 
