@@ -198,8 +198,19 @@ def print_browser(console: Console, r: dict) -> None:
                   f"{b['bounds'][0]}-{b['bounds'][1]}; Python opened the page's envelope: {r['format_check']}")
 
 
+def print_network(console: Console, r: dict) -> None:
+    """End-to-end p50 per level and round trip, with the share of client encryption."""
+    t = _table("network: end-to-end through a delay proxy, ms", ["config", "RTT measured", "p50", "p95",
+                                                                 "client crypto", "encryption share"])
+    for c in r["configs"]:
+        t.add_row(c["name"], _f(c["rtt_measured_ms"]), _f(c["e2e"]["median_ms"]), _f(c["e2e"]["p95_ms"]),
+                  _f(c["split_mean_ms"]["client_crypto_ms"]), f"{100 * c['crypto_share']:.2f} %")
+    console.print(t)
+
+
 PRINTERS = {"primitives": print_primitives, "recipients": print_recipients, "path": print_path, "cross": print_path,
-            "context": print_context, "peers": print_peers, "relay": print_relay, "browser": print_browser}
+            "context": print_context, "peers": print_peers, "relay": print_relay, "browser": print_browser,
+            "network": print_network}
 
 
 def print_suite(console: Console, suite, result: dict) -> None:

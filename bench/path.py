@@ -3,9 +3,10 @@
 For each level (1-4) and TLS off/on: a fresh relay (SQLite with the relay's default
 ``synchronous``, and every other default), ``clients`` users in pairs, each pair's sender
 sending ``messages`` messages of ``size`` bytes one after another (closed loop: the next leaves
-when the previous was read), all pairs at once. End-to-end latency runs from before sealing at
-the sender to the decrypted text at the receiver (both in this process, one clock). The time is
-split, as means per message, into:
+when the previous was read), all pairs at once, each pair in a process of its own
+(``bench/pairs.py``: one pair's RSA work never queues another pair's frames). End-to-end latency
+runs from before sealing at the sender to the decrypted text at the receiver (both in the pair's
+process, one clock). The time is split, as means per message, into:
 
 * client crypto — seal at the sender + open at the receiver (L3: ``l3.seal``/``l3.open``;
   L4: ``envelope.seal`` / ``envelope.open`` after parse),
@@ -25,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import statistics
 import tempfile
-import time
 from pathlib import Path
 
 import httpx2
@@ -33,7 +33,7 @@ import httpx2
 from shared.keys import Identity
 
 from . import primitives
-from .primitives import text_of
+from .pairs import FIELDS, PairProcess, identity_to_json
 from .relays import (
     REDIS_URL,
     client_ssl,
@@ -49,6 +49,9 @@ from .timing import summarize
 from .wsclient import BenchClient, Timing
 
 MAX_SAMPLES_KEPT = 2000
+ARRANGEMENT = ("Each pair's two clients run in a process of their own (bench/pairs.py; its sender and "
+               "receiver share one clock), so one pair's RSA unwrap never queues another pair's frames "
+               "on a shared event loop.")
 
 
 async def _metrics(http: httpx2.AsyncClient) -> dict:
@@ -61,22 +64,87 @@ def _config_name(level: int, tls: bool, topology: str = "") -> str:
     return f"L{level}{' TLS' if tls else ''}{' ' + topology if topology else ''}"
 
 
-async def _setup(urls: tuple[str, str], people: list[Identity], level: int, ssl_ctx) -> tuple[list, list]:
-    """Register everyone on relay A, create one conversation per pair, connect receivers to relay B."""
+async def register_pairs(url_pair: tuple[str, str], people: list[Identity], level: int, ssl_ctx) -> list[tuple]:
+    """Register everyone on relay A (HTTP) and create one conversation per pair; returns
+    ``[(a, b, cid)]`` of logged-in, unconnected :class:`BenchClient` (a on relay A, b on relay B)."""
     clients = []
-    async with httpx2.AsyncClient(base_url=urls[0], timeout=30, verify=ssl_ctx or True) as http:
+    async with httpx2.AsyncClient(base_url=url_pair[0], timeout=30, verify=ssl_ctx or True) as http:
         for i, ident in enumerate(people):
-            c = BenchClient(urls[i % 2], ident, level, ssl=ssl_ctx)
+            c = BenchClient(url_pair[i % 2], ident, level, ssl=ssl_ctx)
             await c.register(http)
             clients.append(c)
-        pairs = []
-        for a, b in zip(clients[0::2], clients[1::2], strict=True):
-            cid = await a.create_conversation(http, [b.username])
-            pairs.append((a, b, cid))
-    for c in clients:
-        c.trust([p.public for p in people])
-        await c.connect()
-    return clients, pairs
+        return [(a, b, await a.create_conversation(http, [b.username]))
+                for a, b in zip(clients[0::2], clients[1::2], strict=True)]
+
+
+async def measure_pairs(pairs: list[tuple], level: int, metrics_urls: list[str], messages: int, size: int, *,
+                        ws_urls: tuple[str, str] | None = None, cafile: Path | None = None, warmup: int = 3,
+                        counter_start: int = 0, pings: int = 20) -> dict:
+    """One measured run over running relays: a child process per pair (``bench/pairs.py``), each
+    warmed up and connected before the clock starts, all released at once; the relays' metrics are
+    read before and after. ``ws_urls``: where sides a and b open their websockets (a delay proxy),
+    default each client's relay. Returns ``{"timings": [FIELDS...], "wall_s", "pings", "before",
+    "after", "errors"}`` (perf_counter s and ms as in :class:`Timing`)."""
+    children = []
+    for a, b, cid in pairs:
+        children.append(PairProcess({
+            "level": level, "cid": cid, "size": size, "messages": messages, "warmup": warmup,
+            "urls": list(ws_urls) if ws_urls else [a.base_url, b.base_url], "cafile": str(cafile) if cafile else None,
+            "a": identity_to_json(a.identity), "b": identity_to_json(b.identity), "token_a": a.token,
+            "token_b": b.token, "counter_start": counter_start, "pings": pings}))
+    try:
+        await asyncio.gather(*(c.start() for c in children))
+        verify = client_ssl(cafile) if cafile else True
+        https = [httpx2.AsyncClient(base_url=u, timeout=30, verify=verify) for u in metrics_urls]
+        before = [await _metrics(h) for h in https]
+        for c in children:
+            c.go()
+        results = await asyncio.gather(*(c.result(timeout=120 + messages * 5) for c in children))
+        after = [await _metrics(h) for h in https]
+        for h in https:
+            await h.aclose()
+    finally:
+        for c in children:
+            await c.kill()
+    return {"timings": [t for r in results for t in r["timings"]], "pings": children[0].pings,
+            "wall_s": max(r["end"] for r in results) - min(r["start"] for r in results), "before": before,
+            "after": after, "errors": [e for r in results for e in r["errors"]], "pairs": len(pairs)}
+
+
+def summarize_run(run: dict, name: str, **extra) -> dict:
+    """A configuration's figures from :func:`measure_pairs`: latency stats, the split, throughput,
+    the relays' CPU per message (ms, messages/s)."""
+    t = [dict(zip(FIELDS, row, strict=True)) for row in run["timings"]]
+    before, after = run["before"], run["after"]
+    total = len(t)
+    e2e = [(x["t_done"] - x["t_send"]) * 1000 for x in t]
+    ack = [(x["t_stored"] - x["t_send"]) * 1000 for x in t if x["t_stored"]]
+
+    def delta(key: str) -> float:
+        return sum(a[key] - b[key] for a, b in zip(after, before, strict=True))
+
+    stored = delta("stored") or total
+    mean = statistics.fmean
+    split = {
+        "client_crypto_ms": mean(x["seal_ms"] + x["open_ms"] for x in t),
+        "serialization_ms": mean(x["encode_ms"] + x["decode_ms"] for x in t),
+        "relay_handling_ms": (delta("checks_s") + delta("fanout_s")) * 1000 / stored,
+        "db_commit_ms": delta("commit_s") * 1000 / stored,
+    }
+    e2e_mean = mean(e2e)
+    split["network_rest_ms"] = max(0.0, e2e_mean - sum(split.values()))
+    batches = delta("writer_batches")
+    return {
+        "name": name, **extra, "messages": total, "pairs": run["pairs"],
+        "e2e": summarize(e2e).as_dict(), "e2e_mean_ms": e2e_mean, "ack": summarize(ack).as_dict(),
+        "throughput_msgs_per_s": total / run["wall_s"], "wall_s": run["wall_s"], "split_mean_ms": split,
+        "seal": summarize([x["seal_ms"] for x in t]).as_dict(), "open": summarize([x["open_ms"] for x in t]).as_dict(),
+        # the relays' own time.process_time() (ns resolution; /proc counts 10 ms ticks)
+        "relay_cpu_ms_per_msg": delta("process_cpu_s") * 1000 / total,
+        "group_commit_factor": delta("writer_ops") / batches if batches else None,
+        "ws_ping": summarize(run["pings"]).as_dict(), "errors": run["errors"][:5],
+        "samples_ms": e2e[:MAX_SAMPLES_KEPT],
+    }
 
 
 async def run_config(level: int, tls: bool, people: list[Identity], messages: int, size: int, workdir: Path,
@@ -104,78 +172,13 @@ async def run_config(level: int, tls: bool, people: list[Identity], messages: in
             procs.append(await asyncio.to_thread(start_relay, data / f"relay{i}", level,
                                                  tls=cert if tls else None, extra=extra, env=env))
         urls = [https_url(p) if tls else p.url for p in procs]
-        url_pair = (urls[0], urls[-1])
-        clients, pairs = await _setup(url_pair, people, level, ssl_ctx)
-        registry: dict[str, Timing] = {}
-        for c in clients:
-            c.registry = registry
-        text = text_of(size)
-        recipients = {cid: [a.identity.public, b.identity.public] for a, b, cid in pairs}
-
-        async def one(a: BenchClient, cid: str) -> Timing:
-            mid, fut = await a.send(cid, text, recipients[cid], registry)
-            t = registry[mid]
-            await asyncio.wait_for(asyncio.gather(t.done.wait(), fut), 30)
-            return t
-
-        for _ in range(warmup):
-            await asyncio.gather(*(one(a, cid) for a, _b, cid in pairs))
-        registry.clear()
-        pings = []
-        for _ in range(20):
-            pings.append(await clients[0].ping())
-        https = [httpx2.AsyncClient(base_url=u, timeout=30, verify=ssl_ctx or True) for u in urls]
-        before = [await _metrics(h) for h in https]
-        t0 = time.perf_counter()
-
-        async def pair_loop(a: BenchClient, cid: str) -> list[Timing]:
-            return [await one(a, cid) for _ in range(messages)]
-
-        results = await asyncio.gather(*(pair_loop(a, cid) for a, _b, cid in pairs))
-        wall = time.perf_counter() - t0
-        after = [await _metrics(h) for h in https]
-        for h in https:
-            await h.aclose()
-        for c in clients:
-            await c.close()
+        pairs = await register_pairs((urls[0], urls[-1]), people, level, ssl_ctx)
+        run = await measure_pairs(pairs, level, urls, messages, size, cafile=cert[0] if tls and cert else None,
+                                  warmup=warmup)
     finally:
         for p in procs:
             await asyncio.to_thread(p.stop)
-    timings = [t for r in results for t in r]
-    total = len(timings)
-    e2e = [(t.t_done - t.t_send) * 1000 for t in timings]
-    ack = [(t.t_stored - t.t_send) * 1000 for t in timings if t.t_stored]
-    stored = sum(a["stored"] - b["stored"] for a, b in zip(after, before, strict=True)) or total
-
-    def per_msg(key: str) -> float:
-        return sum(a[key] - b[key] for a, b in zip(after, before, strict=True)) * 1000 / stored
-
-    mean = statistics.fmean
-    split = {
-        "client_crypto_ms": mean(t.seal_ms + t.open_ms for t in timings),
-        "serialization_ms": mean(t.encode_ms + t.decode_ms for t in timings),
-        "relay_handling_ms": per_msg("checks_s") + per_msg("fanout_s"),
-        "db_commit_ms": per_msg("commit_s"),
-    }
-    e2e_mean = mean(e2e)
-    split["network_rest_ms"] = max(0.0, e2e_mean - sum(split.values()))
-    batches = sum(a["writer_batches"] - b["writer_batches"] for a, b in zip(after, before, strict=True))
-    ops = sum(a["writer_ops"] - b["writer_ops"] for a, b in zip(after, before, strict=True))
-    return {
-        "name": name, "level": level, "tls": tls, "topology": topology or "SQLite 1 relay",
-        "messages": total, "pairs": len(pairs), "size": size,
-        "e2e": summarize(e2e).as_dict(), "e2e_mean_ms": e2e_mean, "ack": summarize(ack).as_dict(),
-        "throughput_msgs_per_s": total / wall, "wall_s": wall,
-        "split_mean_ms": split,
-        "seal": summarize([t.seal_ms for t in timings]).as_dict(),
-        "open": summarize([t.open_ms for t in timings]).as_dict(),
-        # the relays' own time.process_time() (ns resolution; /proc counts 10 ms ticks)
-        "relay_cpu_ms_per_msg": sum(a["process_cpu_s"] - b["process_cpu_s"]
-                                    for a, b in zip(after, before, strict=True)) * 1000 / total,
-        "group_commit_factor": ops / batches if batches else None,
-        "ws_ping": summarize(pings).as_dict(),
-        "samples_ms": e2e[:MAX_SAMPLES_KEPT],
-    }
+    return summarize_run(run, name, level=level, tls=tls, topology=topology or "SQLite 1 relay", size=size)
 
 
 async def jwt_probe(people: list[Identity], workdir: Path, messages: int = 20) -> dict:
@@ -243,7 +246,8 @@ async def run_async(levels: tuple[int, ...] = (1, 2, 3, 4), tls_modes: tuple[boo
     step = progress or (lambda _label: None)
     clients = max(2, clients - clients % 2)
     params = {"levels": list(levels), "tls": list(tls_modes), "clients": clients, "messages": messages,
-              "size": size, "bits": bits, "relays": relays, "synchronous": _default_synchronous()}
+              "size": size, "bits": bits, "relays": relays, "synchronous": _default_synchronous(),
+              "arrangement": ARRANGEMENT}
     if relays == 2:
         ok, why = broker_support()
         if not ok:

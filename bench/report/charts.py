@@ -12,6 +12,7 @@ CHARTS = {
     "recipients": "recipients.png",
     "latency": "latency.png",
     "split": "path_split.png",
+    "network": "network.png",
 }
 
 
@@ -25,6 +26,7 @@ def charts(results: dict, out: Path) -> list[Path]:
     written = []
     prim, peers, rec, path = (results.get(k) for k in ("primitives", "peers", "recipients", "path"))
     node = peers if peers and "skipped" not in peers else None
+    web = results.get("browser") if "skipped" not in (results.get("browser") or {"skipped": 1}) else None
     if prim:
         fig, ax = plt.subplots(figsize=(9, 4.8))
         payloads = list(article.PAYLOADS)
@@ -36,12 +38,15 @@ def charts(results: dict, out: Path) -> list[Path]:
             ("L4 seal + open", "L4", None),
         ]
         if node:
-            series += [("Node L3 (node:crypto)", None, "L3_node"), ("Node L3 (WebCrypto)", None, "L3_webcrypto")]
+            series += [("Node L3 (node:crypto)", None, "L3_node"), ("Node L3 (crypto.subtle)", None, "L3_webcrypto")]
+        if web:
+            series += [("Chromium L3 (WebCrypto)", None, "chromium:L3"),
+                       ("Chromium L4 (WebCrypto)", None, "chromium:L4")]
         width = 0.8 / len(series)
         for i, (label, ours, nk) in enumerate(series):
-            vals = [
-                (_m(prim, "per_request", p, ours) if ours else _m(node, "per_request", p, nk)) or 0 for p in payloads
-            ]
+            vals = [(_m(prim, "per_request", p, ours) if ours else
+                     _m(web, "per_request", p, nk.split(":")[1]) if nk.startswith("chromium:") else
+                     _m(node, "per_request", p, nk)) or 0 for p in payloads]
             ax.bar([j + i * width for j in range(len(payloads))], vals, width, label=label, hatch="//" if nk else None)
         ax.set_xticks([j + width * (len(series) - 1) / 2 for j in range(len(payloads))], payloads)
         ax.set_yscale("log")
@@ -126,5 +131,38 @@ def charts(results: dict, out: Path) -> list[Path]:
         written.append(out / CHARTS["split"])
         fig.savefig(written[-1], dpi=110)
         plt.close(fig)
+    net = results.get("network")
+    if net and net.get("configs"):
+        written.append(_network(plt, net, out / CHARTS["network"]))
     return written
+
+
+def _network(plt, net: dict, file: Path) -> Path:
+    """Two panels against the round trip: end-to-end p50 per level, and the share of encryption."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.4))
+    rtts = net["params"]["rtts_ms"]
+    for level in net["params"]["levels"]:
+        cs = [c for c in net["configs"] if c["level"] == level]
+        x = [c["rtt_measured_ms"] for c in cs]
+        left.plot(x, [c["e2e"]["median_ms"] for c in cs], marker="o", label=f"L{level}")
+        right.plot([c["rtt_ms"] for c in cs], [max(1e-3, 100 * c["crypto_share"]) for c in cs], marker="o",
+                   label=f"L{level}")
+    left.set_xscale("symlog", linthresh=1)
+    left.set_yscale("log")
+    left.set_xlabel("round trip, measured (ms)")
+    left.set_ylabel("end-to-end p50, ms (log)")
+    left.set_title("What the user waits for")
+    right.set_xscale("symlog", linthresh=1)
+    right.set_xticks(rtts, [f"{r:g}" for r in rtts])
+    right.set_xlabel("round trip, set (ms)")
+    right.set_yscale("log")
+    right.set_ylabel("client encryption / end-to-end, % (log)")
+    right.set_title("Share of encryption in that wait")
+    for ax in (left, right):
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(file, dpi=110)
+    plt.close(fig)
+    return file
 

@@ -9,7 +9,7 @@ from .fmt import m as _m
 from .fmt import table as _table
 
 
-def _context_table(ctx, prim, path) -> str:
+def _context_table(ctx, prim, path, net=None) -> str:
     r = ctx["rows"]
     l4 = _config(path, 4, False)
     measured = [
@@ -25,13 +25,7 @@ def _context_table(ctx, prim, path) -> str:
         ],
         ["loopback websocket ping (127.0.0.1)", ms(_m(r, "loopback_ws_ping")), "-"],
         ["loopback websocket echo of 1 KB", ms(_m(r, "loopback_ws_echo_1kb")), "-"],
-        [
-            "network round trip, same city, fiber",
-            "not measured here",
-            article.fmt_range(article.CONTEXT["rtt_same_city_fiber"]),
-        ],
-        ["network round trip, 4G", "not measured here", article.fmt_range(article.CONTEXT["rtt_mobile_4g"])],
-        ["network round trip, 3G", "not measured here", article.fmt_range(article.CONTEXT["rtt_mobile_3g"])],
+        *_network_rows(net),
         [
             f"indexed query: a 50-message page, SQLite ({ctx['params']['rows']:,} rows)",
             ms(_m(r, "sqlite_indexed")),
@@ -74,6 +68,45 @@ def _context_table(ctx, prim, path) -> str:
     return _table(["step", "measured here, median ms", "article (quoted) ms"], measured)
 
 
+ARTICLE_RTT = {30: ("network round trip, same city, fiber", "rtt_same_city_fiber"),
+               100: ("network round trip, 4G", "rtt_mobile_4g"), 300: ("network round trip, 3G", "rtt_mobile_3g")}
+
+
+def _net(net: dict | None, level: int, rtt: float) -> dict | None:
+    return next((c for c in (net or {}).get("configs", []) if c["level"] == level and c["rtt_ms"] == rtt), None)
+
+
+def _network_rows(net: dict | None) -> list[list[str]]:
+    rows = []
+    for rtt, (label, key) in ARTICLE_RTT.items():
+        c = _net(net, 4, rtt) or _net(net, 1, rtt)
+        got = (f"set to {rtt} ms: ping p50 {ms(c['rtt_measured_ms'])}; a 1 KB L{c['level']} message end to end "
+               f"{ms(_m(c, 'e2e'))}" if c else "not measured in this run")
+        rows.append([label, got, article.fmt_range(article.CONTEXT[key])])
+    return rows
+
+
+def _network_table(net: dict) -> str:
+    levels = net["params"]["levels"]
+    rows = []
+    for rtt in net["params"]["rtts_ms"]:
+        cells = [c for c in (_net(net, lv, rtt) for lv in levels) if c]
+        measured = min((c["rtt_measured_ms"] for c in cells), default=None)
+        row = [f"{rtt:g}", ms(measured)]
+        for lv in levels:
+            c = _net(net, lv, rtt)
+            row.append(f"{ms(_m(c, 'e2e'))} ({100 * c['crypto_share']:.1f} %)" if c else "-")
+        c4 = _net(net, 4, rtt)
+        row.append(ms(c4["split_mean_ms"]["client_crypto_ms"]) if c4 else "-")
+        quoted = ARTICLE_RTT.get(rtt)
+        row.append(article.fmt_range(article.CONTEXT[quoted[1]]) if quoted else "-")
+        rows.append(row)
+    head = ["round trip set, ms", "round trip measured (ping p50), ms",
+            *(f"L{lv} end-to-end p50, ms (encryption share)" for lv in levels),
+            "L4 encryption per message (seal + open, mean), ms", "article (quoted) round trip, ms"]
+    return _table(head, rows)
+
+
 def _mobile_table(prim, web) -> str:
     ours = _m(prim, "per_request", "1 KB", "L3")
     web = _m(web, "per_request", "1 KB", "L3")
@@ -93,7 +126,11 @@ def context(v: View) -> str | None:
     if not v.context:
         return None
     skipped = "\n".join(f"- skipped: {s}" for s in v.context.get("skipped", []))
-    return section("05 What else costs time", _context_table(v.context, v.primitives or {}, v.path), skipped)
+    parts = [_context_table(v.context, v.primitives or {}, v.path, v.network), skipped]
+    if v.network:
+        parts += ["### What the user waits for, measured", prose("network", **v.network["params"]),
+                  _network_table(v.network) + v.img("network.png", "latency and encryption share by round trip")]
+    return section("05 What else costs time", *parts)
 
 
 def mobile(v: View) -> str | None:

@@ -85,6 +85,21 @@ def test_path_json_keys(quick_report):
     assert probe["rest_cache_hits"] >= probe["rest_sends"] - 1
 
 
+def test_network_json_keys_and_report(quick_report):
+    results, out, _proc = quick_report
+    net = results["network"]
+    p = net["params"]
+    assert [(c["level"], c["rtt_ms"]) for c in net["configs"]] == [(lv, r) for lv in p["levels"] for r in p["rtts_ms"]]
+    for c in net["configs"]:
+        assert c["messages"] == p["messages"] * c["pairs"] and not c["errors"]
+        assert _is_stats(c["e2e"]) and 0 <= c["crypto_share"] < 1
+        # a message crosses two client-relay links: its time holds at least one set round trip
+        assert c["e2e"]["median_ms"] >= c["rtt_ms"]
+        assert c["rtt_measured_ms"] >= c["rtt_ms"]
+    text = (out / "REPORT.md").read_text()
+    assert "### What the user waits for, measured" in text and "(network.png)" in text
+
+
 def test_cross_relay_runs_or_says_why(quick_report):
     cross = quick_report[0]["cross"]
     assert cross["configs"] or cross["skipped"]
