@@ -59,6 +59,7 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--from", dest="from_json", help="read results from this JSON instead of running")
     sp.add_argument("--out", default="docs/bench", help="folder for REPORT.md and the PNGs")
     sp.add_argument("--skip", default="", help="comma-separated suites not to run")
+    sp.add_argument("--compare", help="the JSON of another full run: its targets go beside this run's")
     return p
 
 
@@ -89,6 +90,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "report":
         from . import report
 
+        if args.compare:
+            other = json.loads(Path(args.compare).read_text())
+            results["previous"] = {"file": Path(args.compare).name, "targets": other.get("targets", []),
+                                   "started": machine.when(other.get("machine", {}))}
         written = report.write(results, Path(args.out))
         console.print(f"wrote {', '.join(str(w) for w in written)}")
     return 0

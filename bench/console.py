@@ -80,12 +80,14 @@ def print_recipients(console: Console, r: dict) -> None:
         t = _table(f"RSA-{bits}: cost against recipients, median ms (wrap {_f(per['wrap']['median_ms'])}, unwrap "
                    f"{_f(per['unwrap']['median_ms'])})",
                    ["N", "RSA seal", "floor", "seal/floor", "RSA open", "relay parse", "X25519 seal", "X25519 open",
-                    "group-key seal", "group-key open", "rotation (N wraps)", "envelope bytes"])
+                    "hybrid PQ seal", "hybrid PQ open", "group-key seal", "group-key open", "rotation (N wraps)",
+                    "envelope bytes"])
         for n, row in per["rows"].items():
             t.add_row(n, _f(row["rsa_seal"]["median_ms"]), _f(row["rsa_seal_floor_ms"]),
                       f"{row['rsa_seal']['median_ms'] / row['rsa_seal_floor_ms']:.2f}",
                       _f(row["rsa_open"]["median_ms"]), _f(row["relay_parse"]["median_ms"]),
                       _f(row["x25519_seal"]["median_ms"]), _f(row["x25519_open"]["median_ms"]),
+                      _f(row["hybrid_seal"]["median_ms"]), _f(row["hybrid_open"]["median_ms"]),
                       _f(row["group_seal"]["median_ms"]), _f(row["group_open"]["median_ms"]),
                       _f(row["group_rotate"]["median_ms"]), f"{row['rsa_envelope_bytes']:,}")
         console.print(t)

@@ -69,3 +69,11 @@ def one_line(f: dict) -> str:
     """A one-line summary of :func:`facts` for the console."""
     node = f.get("node") or "no node"
     return f"{f['cpu']} · {f['cores']} cores · Python {f['python']} · {f['openssl']} · Node {node}"
+
+
+def when(f: dict) -> str:
+    """The run's start from :func:`facts` as "YYYY-MM-DD HH:MM UTC" ("?" when unknown)."""
+    import datetime
+
+    t = f.get("started_at")
+    return datetime.datetime.fromtimestamp(t, datetime.UTC).strftime("%Y-%m-%d %H:%M UTC") if t else "?"

@@ -1,32 +1,48 @@
 """``recipients``: sender and receiver cost against the number of recipients, per RSA size, for
-three strategies side by side (per-message RSA-OAEP wrap — the product —, X25519+HKDF wrap, and a
-conversation key rotated on membership change).
+four strategies side by side: per-message RSA-OAEP wrap (the product), X25519 + HKDF wrap, a hybrid
+post-quantum wrap (X25519 + ML-KEM-768 + HKDF), and a conversation key rotated on membership
+change; with each strategy's envelope bytes per recipient and the number of recipients at which
+its envelope reaches the relay's limit.
 
 Recipients beyond the ``pool`` distinct keys of a size reuse those keys under distinct key ids:
 an RSA public-key operation costs the same for any key of one modulus size, and generating 256
 RSA-4096 keys would take minutes. The receiver is always the last recipient (the worst case for
-finding its entry).
+finding its entry). The product's seal and its floor (``primitives.seal_primitives``: the same
+primitives on the same inputs) are timed in turns, so the ratio holds while the machine's load
+drifts.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import os
 
 from cryptography.hazmat.primitives.asymmetric import ed25519
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from shared import envelope
 from shared.b64 import b64u_encode
-from shared.envelope import _OAEP
+from shared.envelope import _OAEP  # the padding object the envelope uses
 from shared.keys import Identity, PublicIdentity
 
-from .primitives import seal_primitives, text_of
-from .strategies import GroupKey, X25519Recipient, X25519Wrap
+from .primitives import SEAL_EXTRA, seal_primitives, text_of
+from .profiles import breakdown
+from .strategies import GroupKey, HybridRecipient, HybridWrap, X25519Recipient, X25519Wrap
 from .timing import Stats, measure, measure_paired, sample
 
 UI_FRAME_MS = 1000 / 60
 """One frame at 60 Hz (ms): the point past which work on a UI thread is visible."""
+STRATEGIES = {"rsa": "RSA-OAEP per message (product)", "x25519": "X25519 + HKDF per message",
+              "hybrid": "X25519 + ML-KEM-768 + HKDF per message", "group": "conversation key (per message)",
+              "group_rotate": "conversation key: rotation message (N RSA wraps)"}
+
+
+def relay_limits() -> dict[str, int]:
+    """The relay's default limits: ``max_envelope_bytes`` and ``max_recipients``."""
+    from server.settings import Settings
+
+    d = {f.name: f.default for f in dataclasses.fields(Settings)}
+    return {"max_envelope_bytes": d["max_envelope_bytes"], "max_recipients": d["max_recipients"]}
 
 
 def _alias(pub: PublicIdentity) -> PublicIdentity:
@@ -51,81 +67,112 @@ def recipient_counts(most: int) -> list[int]:
     return out
 
 
+def _recipients(keys: list[Identity], count: int, pool: int) -> tuple[list[PublicIdentity], Identity]:
+    pubs = [keys[i % pool].public if i < pool else _alias(keys[i % pool].public) for i in range(count)]
+    reader = keys[(count - 1) % pool]
+    if count > pool:  # the reader must hold the last entry's key under its own id
+        pubs[-1] = reader.public
+        pubs[(count - 1) % pool] = _alias(reader.public)
+    return pubs, reader
+
+
+def _cell(text: bytes, sender: Identity, keys: list[Identity], count: int, pool: int, n: int, budget_ms: float,
+          others: dict) -> dict:
+    """Every strategy at ``count`` recipients (times in ms, sizes in bytes)."""
+    pubs, reader = _recipients(keys, count, pool)
+    env = envelope.seal(text, sender, "c1", pubs, counter=1, **SEAL_EXTRA)
+    parsed = envelope.parse(env)
+    sig_input = envelope._signing_input(parsed._env)
+    aad = parsed._env.protected.encode("ascii")
+    cek, iv = os.urandom(32), os.urandom(12)
+
+    def seal() -> None:
+        envelope.seal(text, sender, "c1", pubs, counter=1, **SEAL_EXTRA)
+
+    # seal and its floor timed in turns (the ratio holds under load drift), in half the budget each
+    est = max(0.001, min(sample(seal, 2, warmup=1)))
+    paired = measure_paired({"seal": seal, "floor": lambda: seal_primitives(pubs, sender, cek, iv, text, aad,
+                                                                            sig_input)},
+                            int(max(5, min(n, budget_ms / 2 / est))), warmup=1)
+    signer, verify_key = others["signer"], others["verify_key"]
+    xr, hr = others["x25519"][:count], others["hybrid"][:count]
+    xenv, henv = X25519Wrap.seal(text, signer, xr), HybridWrap.seal(text, signer, hr)
+    group, dist = GroupKey.rotate(signer, [p.wrap_key for p in pubs])
+    genv = group.seal(text, signer)
+    few = max(20, n // 4)
+    return {
+        "rsa_seal": paired["seal"].as_dict(), "rsa_seal_floor_ms": paired["floor"].median,
+        "rsa_seal_floor": paired["floor"].as_dict(),
+        "rsa_open": _adaptive(lambda: envelope.open(env, reader, sender.public.sign_key), budget_ms / 2, n).as_dict(),
+        "relay_parse": _adaptive(lambda: envelope.parse(env), budget_ms / 4, n).as_dict(),
+        "rsa_envelope_bytes": len(env),
+        "x25519_seal": _adaptive(lambda: X25519Wrap.seal(text, signer, xr), budget_ms / 2, n).as_dict(),
+        "x25519_open": _adaptive(lambda: X25519Wrap.open(xenv, xr[-1], verify_key), budget_ms / 4, n).as_dict(),
+        "x25519_envelope_bytes": len(xenv),
+        "hybrid_seal": _adaptive(lambda: HybridWrap.seal(text, signer, hr), budget_ms / 2, n).as_dict(),
+        "hybrid_open": _adaptive(lambda: HybridWrap.open(henv, hr[-1], verify_key), budget_ms / 4, n).as_dict(),
+        "hybrid_envelope_bytes": len(henv),
+        "group_seal": measure(lambda: group.seal(text, signer), few).as_dict(),
+        "group_open": measure(lambda: group.open(genv, verify_key), few).as_dict(),
+        "group_envelope_bytes": len(genv),
+        "group_rotate": _adaptive(lambda: GroupKey.rotate(signer, [p.wrap_key for p in pubs]), budget_ms / 2,
+                                  n).as_dict(),
+        "group_rotate_bytes": len(dist),
+    }
+
+
 def run(n: int = 200, sizes: tuple[int, ...] = (2048, 3072, 4096), most: int = 256, pool: int = 8,
         budget_ms: float = 1500, size: int = 1024, progress=None) -> dict:
     """Sweep recipients 1..``most`` for each RSA size in ``sizes``; ``progress(label)`` per cell.
 
-    Returns ``{"params", "sizes": {bits: {"wrap_ms", "unwrap_ms", "rows": {N: {...}}, "knees"}}}``
-    with every time in ms and envelope sizes in bytes.
+    Returns ``{"params", "limits", "sizes": {bits: {"wrap", "unwrap", "rows": {N: {...}}, "knees",
+    "at_limit"}}}`` with every time in ms and envelope sizes in bytes.
     """
     step = progress or (lambda _label: None)
     text = text_of(size).encode()
-    signer = ed25519.Ed25519PrivateKey.generate()
-    verify_key = signer.public_key()
     counts = recipient_counts(most)
-    cek, iv = os.urandom(32), os.urandom(12)
-    x_pool = [X25519Recipient() for _ in range(most)]
+    signer = ed25519.Ed25519PrivateKey.generate()
+    step(f"X25519 and ML-KEM-768 keys for {most} recipients")
+    others = {"signer": signer, "verify_key": signer.public_key(), "x25519": [X25519Recipient() for _ in range(most)],
+              "hybrid": [HybridRecipient() for _ in range(most)]}
+    limits = relay_limits()
     out: dict = {"params": {"n": n, "sizes": list(sizes), "most": most, "pool": pool, "size": size,
-                            "budget_ms": budget_ms}, "sizes": {}}
+                            "budget_ms": budget_ms}, "limits": limits, "strategies": STRATEGIES, "sizes": {}}
     for bits in sizes:
         step(f"RSA-{bits}: generating {pool} keys")
         sender = Identity.generate("alice", bits)
         keys = [sender] + [Identity.generate(f"u{i}", bits) for i in range(pool - 1)]
-        wrap = measure(lambda k=keys[1]: k.public.wrap_key.encrypt(b"k" * 32, _OAEP), n)
         wrapped = keys[1].public.wrap_key.encrypt(b"k" * 32, _OAEP)
+        wrap = measure(lambda k=keys[1]: k.public.wrap_key.encrypt(b"k" * 32, _OAEP), n)
         unwrap = measure(lambda k=keys[1], w=wrapped: k.wrap_private.decrypt(w, _OAEP), max(20, n // 4))
         rows: dict[str, dict] = {}
         for count in counts:
             step(f"RSA-{bits}: {count} recipients")
-            pubs = [keys[i % pool].public if i < pool else _alias(keys[i % pool].public) for i in range(count)]
-            reader = keys[(count - 1) % pool]
-            if count > pool:  # the reader must hold the last entry's key under its own id
-                pubs[-1] = reader.public
-                pubs[(count - 1) % pool] = _alias(reader.public)
-            env = envelope.seal(text, sender, "c1", pubs, counter=1)
-            parsed = envelope.parse(env)
-            sig_input = envelope._signing_input(parsed._env)
-            aad = parsed._env.protected.encode("ascii")
-            signer_rsa = sender
-            sign = measure(lambda sig_input=sig_input, s=signer_rsa: s.sign_private.sign(sig_input), max(20, n // 4))
-            enc = measure(lambda aad=aad: AESGCM(cek).encrypt(iv, text, aad), max(20, n // 4))
-
-            def seal_floor(pubs=pubs, s=signer_rsa, sig_input=sig_input, aad=aad) -> None:
-                seal_primitives(pubs, s, cek, iv, text, aad, sig_input)
-
-            def seal(pubs=pubs, s=signer_rsa) -> None:
-                envelope.seal(text, s, "c1", pubs, counter=1)
-
-            # seal and its floor timed in turns (the ratio holds under load drift), in half the budget each
-            est = max(0.001, min(sample(seal, 2, warmup=1)))
-            paired = measure_paired({"seal": seal, "floor": seal_floor},
-                                    int(max(5, min(n, budget_ms / 2 / est))), warmup=1)
-            rsa_seal = paired["seal"]
-            rsa_open = _adaptive(
-                lambda env=env, reader=reader, s=signer_rsa: envelope.open(env, reader, s.public.sign_key),
-                budget_ms / 2, n)
-            parse = _adaptive(lambda env=env: envelope.parse(env), budget_ms / 4, n)
-            xr = x_pool[:count]
-            xenv = X25519Wrap.seal(text, signer, xr)
-            x_seal = _adaptive(lambda xr=xr: X25519Wrap.seal(text, signer, xr), budget_ms / 2, n)
-            x_open = _adaptive(lambda xenv=xenv, me=xr[-1]: X25519Wrap.open(xenv, me, verify_key), budget_ms / 4, n)
-            members = [p.wrap_key for p in pubs]
-            group, dist = GroupKey.rotate(signer, members)
-            genv = group.seal(text, signer)
-            rotate = _adaptive(lambda members=members: GroupKey.rotate(signer, members), budget_ms / 2, n)
-            g_seal = measure(lambda group=group: group.seal(text, signer), max(20, n // 4))
-            g_open = measure(lambda group=group, genv=genv: group.open(genv, verify_key), max(20, n // 4))
-            rows[str(count)] = {
-                "rsa_seal": rsa_seal.as_dict(), "rsa_open": rsa_open.as_dict(), "relay_parse": parse.as_dict(),
-                "rsa_envelope_bytes": len(env),
-                "rsa_seal_floor_ms": paired["floor"].median,
-                "rsa_seal_floor_sum_ms": count * wrap.median + enc.median + sign.median,
-                "x25519_seal": x_seal.as_dict(), "x25519_open": x_open.as_dict(), "x25519_envelope_bytes": len(xenv),
-                "group_seal": g_seal.as_dict(), "group_open": g_open.as_dict(), "group_envelope_bytes": len(genv),
-                "group_rotate": rotate.as_dict(), "group_rotate_bytes": len(dist),
-            }
+            rows[str(count)] = _cell(text, sender, keys, count, pool, n, budget_ms, others)
+        step(f"RSA-{bits}: profile of a seal to 1 recipient (the smallest floor)")
+        profile = breakdown(lambda s=sender: envelope.seal(text, s, "c1", [s.public], counter=1, **SEAL_EXTRA),
+                            calls=min(2000, 10 * n))
         out["sizes"][str(bits)] = {"wrap": wrap.as_dict(), "unwrap": unwrap.as_dict(), "rows": rows,
-                                   "knees": knees(rows)}
+                                   "knees": knees(rows), "at_limit": at_limit(rows, limits),
+                                   "seal_profile_n1": profile}
+    return out
+
+
+def at_limit(rows: dict[str, dict], limits: dict[str, int]) -> dict[str, dict]:
+    """Per strategy: envelope bytes per recipient (the slope between the smallest and the largest
+    N of the sweep), the fixed part, and the first N whose envelope exceeds the relay's
+    ``max_envelope_bytes`` (None when it never does: no per-recipient bytes)."""
+    ns = sorted(int(k) for k in rows)
+    lo, hi = rows[str(ns[0])], rows[str(ns[-1])]
+    out = {}
+    for name, key in (("rsa", "rsa_envelope_bytes"), ("x25519", "x25519_envelope_bytes"),
+                      ("hybrid", "hybrid_envelope_bytes"), ("group", "group_envelope_bytes"),
+                      ("group_rotate", "group_rotate_bytes")):
+        per = (hi[key] - lo[key]) / (ns[-1] - ns[0]) if ns[-1] > ns[0] else 0.0
+        fixed = lo[key] - per * ns[0]
+        first = None if per < 1 else int((limits["max_envelope_bytes"] - fixed) // per) + 1
+        out[name] = {"bytes_per_recipient": per, "fixed_bytes": fixed, "first_n_over_limit": first,
+                     "recipient_cap": limits["max_recipients"]}
     return out
 
 

@@ -84,6 +84,8 @@ def charts(results: dict, out: Path) -> list[Path]:
                 marker="s",
                 label="X25519 + HKDF wrap per message",
             )
+            ax.plot(ns, [r["hybrid_seal"]["median_ms"] for r in some["rows"].values() if "hybrid_seal" in r],
+                    marker="D", label="X25519 + ML-KEM-768 + HKDF wrap per message (post-quantum hybrid)")
             ax.plot(
                 ns,
                 [r["group_seal"]["median_ms"] for r in some["rows"].values()],

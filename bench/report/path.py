@@ -75,52 +75,55 @@ def _combined(prim, path) -> tuple[str, str]:
     return table, split
 
 
+RECIPIENT_COLUMNS = (("rsa_seal", "RSA seal ms"), ("rsa_open", "RSA open ms"), ("relay_parse", "relay parse ms"),
+                     ("x25519_seal", "X25519 seal ms"), ("x25519_open", "X25519 open ms"),
+                     ("hybrid_seal", "X25519+ML-KEM seal ms"), ("hybrid_open", "X25519+ML-KEM open ms"),
+                     ("group_seal", "conv. key seal ms"), ("group_open", "conv. key open ms"),
+                     ("group_rotate", "rotation (N wraps) ms"))
+
+
 def _recipients(rec) -> str:
     parts = []
+    never = "never (in this sweep)"
     for bits, per in rec["sizes"].items():
-        rows = []
-        for n, r in per["rows"].items():
-            rows.append(
-                [
-                    n,
-                    ms(r["rsa_seal"]["median_ms"]),
-                    f"{r['rsa_seal']['median_ms'] / r['rsa_seal_floor_ms']:.2f}",
-                    ms(r["rsa_open"]["median_ms"]),
-                    ms(r["relay_parse"]["median_ms"]),
-                    ms(r["x25519_seal"]["median_ms"]),
-                    ms(r["x25519_open"]["median_ms"]),
-                    ms(r["group_seal"]["median_ms"]),
-                    ms(r["group_open"]["median_ms"]),
-                    ms(r["group_rotate"]["median_ms"]),
-                    f"{r['rsa_envelope_bytes']:,}",
-                ]
-            )
+        rows = [[n, *(ms(_m(r, k)) for k, _ in RECIPIENT_COLUMNS[:1]),
+                 f"{r['rsa_seal']['median_ms'] / r['rsa_seal_floor_ms']:.2f}",
+                 *(ms(_m(r, k)) for k, _ in RECIPIENT_COLUMNS[1:]),
+                 f"{r['rsa_envelope_bytes']:,}", f"{r.get('hybrid_envelope_bytes', 0):,}"]
+                for n, r in per["rows"].items()]
+        head = ["N", RECIPIENT_COLUMNS[0][1], "RSA seal / floor", *(h for _, h in RECIPIENT_COLUMNS[1:]),
+                "RSA envelope bytes", "X25519+ML-KEM envelope bytes"]
         k = per["knees"]
-        never = "never (in this sweep)"
         parts.append(
-            f"**RSA-{bits}** (one wrap {ms(per['wrap']['median_ms'])} ms, "
-            f"one unwrap {ms(per['unwrap']['median_ms'])} ms)\n\n"
-            + _table(
-                [
-                    "N",
-                    "RSA seal ms",
-                    "seal / floor",
-                    "RSA open ms",
-                    "relay parse ms",
-                    "X25519 seal ms",
-                    "X25519 open ms",
-                    "conv. key seal ms",
-                    "conv. key open ms",
-                    "rotation (N wraps) ms",
-                    "L4 envelope bytes",
-                ],
-                rows,
-            )
-            + f"\n\nPer-recipient RSA wrapping passes 1 ms at N = {k['over_1ms'] or never}, "
-            f"one 60 Hz frame (16.7 ms) at N = {k['over_ui_frame'] or never}, and 10x a "
-            f"conversation-key message at N = {k['over_10x_group_key'] or never}."
-        )
+            f"**RSA-{bits}** (one wrap {ms(per['wrap']['median_ms'])} ms, one unwrap {ms(per['unwrap']['median_ms'])} "
+            f"ms)\n\n{_table(head, rows)}\n\nPer-recipient RSA wrapping passes 1 ms at N = {k['over_1ms'] or never}, "
+            f"one 60 Hz frame (16.7 ms) at N = {k['over_ui_frame'] or never}, and 10x a conversation-key message at "
+            f"N = {k['over_10x_group_key'] or never}.")
+    parts.append(_limits(rec))
     return "\n\n".join(parts)
+
+
+def _limits(rec) -> str:
+    """Envelope bytes per recipient and the first N over the relay's envelope limit, per strategy."""
+    limits = rec.get("limits")
+    if not limits:
+        return ""
+    names = rec.get("strategies", {})
+    rows = []
+    for bits, per in rec["sizes"].items():
+        for key, a in per.get("at_limit", {}).items():
+            if key != "rsa" and bits != next(iter(rec["sizes"])):
+                continue  # the other strategies do not depend on the RSA size (rotation: shown once)
+            label = f"{names.get(key, key)}" + (f", RSA-{bits}" if key in ("rsa", "group_rotate") else "")
+            first = a["first_n_over_limit"]
+            cap = a["recipient_cap"]
+            rows.append([label, f"{a['bytes_per_recipient']:,.0f}", f"{a['fixed_bytes']:,.0f}",
+                         "never (no bytes per recipient)" if first is None else
+                         f"{first:,}" + (f" (past the relay's {cap}-recipient cap)" if first > cap else "")])
+    return (f"Envelope size against the relay's limits (max_envelope_bytes {limits['max_envelope_bytes']:,}, "
+            f"max_recipients {limits['max_recipients']}; bytes per recipient from the sweep's smallest and largest "
+            f"N):\n\n" + _table(["strategy", "bytes per recipient", "fixed bytes",
+                                   "first N over the envelope limit"], rows))
 
 
 def _relay(relay) -> str:

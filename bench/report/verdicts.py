@@ -91,21 +91,40 @@ def _decisions(prim, path, ctx, relay, node) -> str:
     return _table(["question", "answer from this run"], rows)
 
 
+def _result(t: dict | None) -> str:
+    if t is None:
+        return "-"
+    return "not measured" if t["met"] is None else ("**met**" if t["met"] else "**not met**")
+
+
+def _value(t: dict | None) -> str:
+    return ms(t["value"]) if t and t["value"] is not None else "-"
+
+
 def _targets(targets: list[dict]) -> str:
-    rows = []
-    for t in targets:
-        res = "not measured" if t["met"] is None else ("**met**" if t["met"] else "**not met**")
-        rows.append(
-            [
-                t["text"],
-                ms(t["value"]) if t["value"] is not None else "-",
-                ms(t["limit"]),
-                f"{t['ratio']:.3f}" if t["ratio"] is not None else "-",
-                res,
-                t["detail"],
-            ]
-        )
-    return _table(["target", "value", "limit", "value / limit", "result", "how"], rows)
+    rows = [[t.get("issue", "-"), t["text"], _value(t), ms(t["limit"]),
+             f"{t['ratio']:.3f}" if t["ratio"] is not None else "-", _result(t), t["detail"]] for t in targets]
+    return _table(["issue", "target", "value", "limit", "value / limit", "result", "how"], rows)
+
+
+def _two_runs(targets: list[dict], previous: dict | None) -> str | None:
+    """The targets of this run beside those of another full run (``report --compare``)."""
+    if not previous:
+        return None
+    before = {t["id"]: t for t in previous.get("targets", [])}
+    rows = [[t["text"], f"{_value(before.get(t['id']))} ({_result(before.get(t['id']))})",
+             f"{_value(t)} ({_result(t)})", ms(t["limit"])] for t in targets]
+    return (f"**Two full runs.** The targets of the run of {previous.get('started', '?')} "
+            f"({previous.get('file', '?')}) beside this one's:\n\n"
+            + _table(["target", "other run", "this run", "limit"], rows))
+
+
+def _why(targets: list[dict]) -> str | None:
+    unmet = [t for t in targets if t["met"] is False]
+    if not unmet:
+        return None
+    return "**Why, for each target not met in this run** (the measurement that says so):\n\n" + "\n".join(
+        f"- {t['text']}: {t['value']:.3f} against {t['limit']:.3f}. {t['detail']}." for t in unmet)
 
 
 def _closing(prim, node, path, web=None) -> str:
@@ -166,8 +185,10 @@ def extra_sections(v: View) -> str | None:
     return "\n\n".join([prose("extra"), *parts]) if parts else None
 
 
-def decisions(v: View) -> str:
-    """§08: the article's decision table, answered from this run."""
+def decisions(v: View) -> str | None:
+    """§08: the article's decision table, answered from this run (it needs the primitives suite)."""
+    if not v.primitives:
+        return None
     return section("08 The article's decision table, answered from this run",
                    _decisions(v.primitives or {}, v.path, v.context, v.relay, v.node))
 
@@ -178,7 +199,8 @@ def targets(v: View) -> str:
 
 
 def closing(v: View) -> str | None:
-    """Every article row: quoted, ours, Node's and Chromium's."""
-    if not v.primitives:
-        return None
-    return section("Closing note: every article row", _closing(v.primitives, v.node, v.path, v.chromium))
+    """Every article row (quoted, ours, Node's, Chromium's), two runs' targets, and why each unmet
+    target is not met."""
+    targets = v.results.get("targets", [])
+    rows = _closing(v.primitives, v.node, v.path, v.chromium) if v.primitives else None
+    return section("Closing note", rows, _two_runs(targets, v.results.get("previous")), _why(targets))

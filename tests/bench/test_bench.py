@@ -56,12 +56,21 @@ def test_recipients_json_keys(quick_report):
     rec = quick_report[0]["recipients"]
     for per in rec["sizes"].values():
         assert list(per["rows"]) == [str(n) for n in rec_counts(rec)]
-        for row in per["rows"].values():
-            for key in ("rsa_seal", "rsa_open", "x25519_seal", "x25519_open", "group_seal", "group_open",
-                        "group_rotate", "relay_parse"):
+        for n, row in per["rows"].items():
+            for key in ("rsa_seal", "rsa_open", "x25519_seal", "x25519_open", "hybrid_seal", "hybrid_open",
+                        "group_seal", "group_open", "group_rotate", "relay_parse", "rsa_seal_floor"):
                 assert _is_stats(row[key])
-            assert row["rsa_envelope_bytes"] > 0
+            # each hybrid entry carries a 1,088-byte ML-KEM-768 ciphertext (1,451 base64url characters)
+            assert row["hybrid_envelope_bytes"] > row["x25519_envelope_bytes"] + 1451 * int(n)
         assert set(per["knees"]) == {"over_1ms", "over_ui_frame", "over_10x_group_key"}
+        limit = rec["limits"]["max_envelope_bytes"]
+        for a in per["at_limit"].values():
+            if a["first_n_over_limit"] is not None:
+                assert a["fixed_bytes"] + a["bytes_per_recipient"] * a["first_n_over_limit"] > limit
+                assert a["fixed_bytes"] + a["bytes_per_recipient"] * (a["first_n_over_limit"] - 1) <= limit
+        assert per["at_limit"]["group"]["first_n_over_limit"] is None
+        assert per["at_limit"]["hybrid"]["bytes_per_recipient"] > 1451
+        assert per["seal_profile_n1"]["functions"]
 
 
 def rec_counts(rec):
@@ -172,9 +181,15 @@ def test_report_has_the_chromium_columns(quick_report):
 def test_every_target_is_reported(quick_report):
     results, _out, proc = quick_report
     ids = {t["id"] for t in results["targets"]}
-    assert ids == {"l4_open", "l4_seal", "l4_e2e", "vs_node", "jwt_ws", "jwt_rest", "relay_vs_echo"}
+    assert ids == {"l4_open", "l4_seal", "l4_e2e", "vs_node", "jwt_ws", "jwt_rest", "relay_vs_echo",
+                   # issue 17
+                   "browser_isolated", "browser_batch", "network", "pq_hybrid", "relay_cpu", "cross_hop"}
     for t in results["targets"]:
-        assert t["met"] in (True, False, None)
+        assert t["met"] in (True, False, None) and t["issue"]
+    measured = {t["id"] for t in results["targets"] if t["met"] is not None}
+    assert {"network", "pq_hybrid", "relay_cpu", "l4_seal", "l4_e2e"} <= measured
+    if "skipped" not in results["browser"]:
+        assert {"browser_isolated", "browser_batch"} <= measured
     assert "met" in proc.stdout
 
 
@@ -182,8 +197,12 @@ def test_report_from_json_rewrites_without_running(quick_report, tmp_path):
     results, _out, _proc = quick_report
     src = tmp_path / "r.json"
     src.write_text(json.dumps(results))
-    assert cli.main(["report", "--from", str(src), "--out", str(tmp_path / "again")]) == 0
-    assert (tmp_path / "again" / "REPORT.md").read_text().startswith("# What encryption costs")
+    assert cli.main(["report", "--from", str(src), "--out", str(tmp_path / "again"), "--compare", str(src)]) == 0
+    text = (tmp_path / "again" / "REPORT.md").read_text()
+    assert text.startswith("# What encryption costs")
+    assert "**Two full runs.**" in text and "r.json" in text
+    for t in results["targets"]:
+        assert t["text"] in text
 
 
 def test_primitives_subcommand_quick_json(tmp_path):
