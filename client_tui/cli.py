@@ -38,8 +38,9 @@ from shared.names import canonical_username
 from . import keystore
 from .core import ChatClient, ClientError, Delivered, KeyChangeBlocked, RecordChanged
 from .history import Record
+from .inspector import unreadable_text
 from .private import append_private
-from .widgets import harmless, unreadable_text
+from .safe import harmless, one_line
 
 EXIT_FAILED = 1
 EXIT_BLOCKED = 3
@@ -145,14 +146,29 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+class HarmlessFormatter(logging.Formatter):
+    """Log lines with every control character shown as a symbol: names and reasons in them come
+    from other users and the relay, and ``cat client.log`` must not run their escape sequences."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return one_line(super().format(record))
+
+
 def _log_to_file() -> Path:
     path = Path(platformdirs.user_log_dir("e2ee-chat", appauthor=False)) / "client.log"
     handler = logging.StreamHandler(append_private(path))
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(HarmlessFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger("e2ee")
     root.addHandler(handler)
     root.setLevel(logging.INFO)
     return path
+
+
+def run_app(app, **run_options) -> int:
+    """Run a Textual app; its exit status: 0, or non-zero when it ended on an error (a crash
+    must never look like success to a script or a shell ``&&``)."""
+    app.run(**run_options)
+    return app.return_code or 0
 
 
 def _interactive(args) -> int:
@@ -160,13 +176,11 @@ def _interactive(args) -> int:
 
     _log_to_file()
     if not args.user:
-        ChatApp(server=args.server, profile_root=args.profile).run()
-        return 0
+        return run_app(ChatApp(server=args.server, profile_root=args.profile))
     password = _secret("E2EE_PASSWORD", f"relay password for {args.user}: ")
     passphrase = _secret("E2EE_PASSPHRASE", "keystore passphrase: ")
-    ChatApp(ChatClient(args.server, args.user, args.profile),
-            startup=_startup(args, password, passphrase)).run()
-    return 0
+    return run_app(ChatApp(ChatClient(args.server, args.user, args.profile),
+                           startup=_startup(args, password, passphrase)))
 
 
 # -- headless subcommands ------------------------------------------------------------------------------

@@ -13,15 +13,15 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen, Screen
-from textual.widgets import Button, Checkbox, Input, Label, LoadingIndicator, Select, Static
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Select, Static
 
 from shared.errors import E2EEError, InvalidRequest
 from shared.keys import fingerprint, safety_number
 from shared.names import canonical_username
 
 from .core import ChatClient
-from .widgets import harmless
+from .safe import one_line, plain, toast
 
 if TYPE_CHECKING:
     from .app import ChatApp
@@ -40,85 +40,6 @@ def _names(text: str) -> list[str]:
     return out
 
 
-class LoginScreen(Screen[ChatClient]):
-    """Log in (open the keystore, get a token) or create an account (keys made on this machine)."""
-
-    BINDINGS = [Binding("escape", "app.quit", "Quit", show=True)]
-
-    def __init__(self, server: str, username: str = "", *, profile_root=None, kdf: dict | None = None,
-                 bits: int = 3072, error: str = "") -> None:
-        super().__init__()
-        self.server, self.username, self.profile_root, self.kdf, self.bits = server, username, profile_root, kdf, bits
-        self.first_error = error
-
-    def compose(self) -> ComposeResult:
-        with Vertical(id="login-box"):
-            yield Static("e2ee-chat", id="login-title")
-            yield Static("Keys are made and kept on this machine; the relay only ever sees ciphertext.",
-                         classes="hint")
-            yield Input(self.server, placeholder="relay URL", id="server")
-            yield Input(self.username, placeholder="username", id="username")
-            yield Input(placeholder="relay password", password=True, id="password")
-            yield Input(placeholder="keystore passphrase (unlocks your private keys)", password=True,
-                        id="passphrase")
-            with Horizontal(id="login-options"):
-                yield Checkbox("new account", id="register")
-                yield Select([("RSA-2048", 2048), ("RSA-3072", 3072), ("RSA-4096", 4096)], value=self.bits,
-                             allow_blank=False, id="bits")
-            with Horizontal(id="login-buttons"):
-                yield Button("Log in", variant="primary", id="go")
-            yield LoadingIndicator(id="login-busy")
-            yield Label("", id="login-error")
-
-    def on_mount(self) -> None:
-        self.query_one("#login-busy").display = False
-        self.query_one("#username" if not self.username else "#password", Input).focus()
-        if self.first_error:
-            self._error(self.first_error)
-
-    @on(Checkbox.Changed, "#register")
-    def _mode(self, event: Checkbox.Changed) -> None:
-        self.query_one("#go", Button).label = "Create account" if event.value else "Log in"
-
-    @on(Input.Submitted)
-    @on(Button.Pressed, "#go")
-    def _submit(self) -> None:
-        values = {i.id: i.value for i in self.query(Input)}
-        if not values["username"] or not values["password"] or not values["passphrase"]:
-            self._error("username, password and passphrase are all needed")
-            return
-        self._run(values["server"].strip(), values["username"].strip(), values["password"], values["passphrase"],
-                  self.query_one("#register", Checkbox).value, int(self.query_one("#bits", Select).value))
-
-    def _error(self, text: str) -> None:
-        self.query_one("#login-error", Label).update(Text(harmless(text), style="bold red"))
-
-    @work(exclusive=True, group="login")
-    async def _run(self, server: str, username: str, password: str, passphrase: str, register: bool,
-                   bits: int) -> None:
-        busy = self.query_one("#login-busy")
-        busy.display = True
-        self.query_one("#go", Button).disabled = True
-        self._error("")
-        client = None
-        try:
-            client = ChatClient(server, username, self.profile_root, kdf=self.kdf)  # canonical name, or refused
-            if register:
-                self.query_one("#login-error", Label).update(f"generating an RSA-{bits} key in a thread…")
-                await client.register(password, passphrase, bits=bits)
-            else:
-                await client.login(password, passphrase)
-        except E2EEError as exc:
-            if client is not None:
-                await client.close()
-            self._error(f"{exc.message} ({exc.code})")
-            return
-        finally:
-            busy.display = False
-            self.query_one("#go", Button).disabled = False
-        self.dismiss(client)
-
-
 class NewConversationScreen(ModalScreen[str | None]):
     """Start a conversation: a title and one or more members (their keys are fetched first)."""
 
@@ -132,7 +53,7 @@ class NewConversationScreen(ModalScreen[str | None]):
         with Vertical(classes="dialog"):
             yield Static("New conversation", classes="dialog-title")
             yield Input(placeholder="members: bob, carol", id="members")
-            yield Input(placeholder="title (optional)", id="title")
+            yield Input(placeholder="title (optional)", id="conv-title")
             with Horizontal(classes="buttons"):
                 yield Button("Create", variant="primary", id="create")
                 yield Button("Cancel", id="cancel")
@@ -152,7 +73,7 @@ class NewConversationScreen(ModalScreen[str | None]):
         if not members:
             self.query_one("#error", Label).update("name at least one other user")
             return
-        title = self.query_one("#title", Input).value.strip() or ", ".join([self.client.username, *members])
+        title = self.query_one("#conv-title", Input).value.strip() or ", ".join([self.client.username, *members])
         self._run(title, members)
 
     @work(exclusive=True)
@@ -160,7 +81,7 @@ class NewConversationScreen(ModalScreen[str | None]):
         try:
             conv = await self.client.create_conversation(title, members)
         except E2EEError as exc:
-            self.query_one("#error", Label).update(Text(harmless(f"{exc.message} ({exc.code})"), style="red"))
+            self.query_one("#error", Label).update(plain(f"{exc.message} ({exc.code})", "red"))
             return
         self.dismiss(conv)
 
@@ -176,7 +97,7 @@ class MembersScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Static(f"Members of {harmless(self.client.titles.get(self.conversation, '?'))}",
+            yield Static(plain(f"Members of {one_line(self.client.titles.get(self.conversation, '?'))}"),
                          classes="dialog-title")
             yield Static(self._members(), id="member-list")
             yield Input(placeholder="add: dave, erin", id="add")
@@ -187,7 +108,7 @@ class MembersScreen(ModalScreen[None]):
             yield Label("", id="error", classes="error")
 
     def _members(self) -> Text:
-        return Text(harmless(", ".join(self.client.members.get(self.conversation, []))))
+        return plain(", ".join(self.client.members.get(self.conversation, [])))
 
     def on_mount(self) -> None:
         self.query_one("#add", Input).focus()
@@ -208,7 +129,7 @@ class MembersScreen(ModalScreen[None]):
         try:
             await self.client.change_members(self.conversation, add=add, remove=remove)
         except E2EEError as exc:
-            self.query_one("#error", Label).update(Text(harmless(f"{exc.message} ({exc.code})"), style="red"))
+            self.query_one("#error", Label).update(plain(f"{exc.message} ({exc.code})", "red"))
             return
         for i in ("add", "remove"):
             self.query_one(f"#{i}", Input).value = ""
@@ -234,6 +155,8 @@ class ContactScreen(ModalScreen[None]):
         Binding("escape", "dismiss(None)", "Close", show=True),
         Binding("v", "verify", "Mark verified", show=True),
         Binding("a", "accept", "Accept new key", show=True),
+        Binding("pageup", "scroll_body(-1)", "Scroll up", show=False),
+        Binding("pagedown", "scroll_body(1)", "Scroll down", show=False),
     ]
 
     def __init__(self, client: ChatClient, user: str, users: list[str]) -> None:
@@ -241,9 +164,11 @@ class ContactScreen(ModalScreen[None]):
         self.client, self.user, self.users = client, user, users
 
     def compose(self) -> ComposeResult:
-        with Vertical(classes="dialog wide"):
-            yield Select([(harmless(u), u) for u in self.users], value=self.user, allow_blank=False, id="who")
-            with VerticalScroll(id="contact-scroll"):
+        with Vertical(classes="dialog wide tall"):
+            yield Select([(plain(u, newlines=False), u) for u in self.users], value=self.user, allow_blank=False,
+                         id="who")
+            # not a focus stop of its own (Tab goes from the picker to the buttons); PageUp/PageDown scroll it
+            with VerticalScroll(id="contact-scroll", can_focus=False):
                 yield Static(id="contact-body")
             with Horizontal(classes="buttons"):
                 yield Button("Accept new key", variant="warning", id="accept")
@@ -263,9 +188,9 @@ class ContactScreen(ModalScreen[None]):
         me = self.client.contacts.get(self.client.username)
         parts = []
         if c is None:
-            parts.append(Text(f"{self.user}: no keys fetched yet", style="dim"))
+            parts.append(plain(f"{self.user}: no keys fetched yet", "dim"))
         else:
-            head = Text(harmless(self.user), style="bold")
+            head = plain(self.user, "bold", newlines=False)
             if self.user == self.client.username:
                 head.append("  (you)", style="dim")
             elif c.verified:
@@ -280,13 +205,13 @@ class ContactScreen(ModalScreen[None]):
             keys.add_row("sign key Ed25519", _fp(c.identity.sign_kid))
             parts.append(keys)
             if me is not None and self.user != self.client.username:
-                parts.append(Text(f"\nsafety number of {self.client.username} and {self.user}", style="bold"))
+                parts.append(plain(f"\nsafety number of {self.client.username} and {one_line(self.user)}", "bold"))
                 parts.append(Text(_safety(safety_number(me.identity, c.identity)), style="bold cyan"))
                 parts.append(Text("Compare it with them in person or on a call: both screens show the same "
                                   "digits. If they match, mark verified.", style="dim"))
             if c.pending is not None:
                 p = c.pending
-                parts.append(Text(f"\n⚠ {self.user}'s key changed — sending to them is blocked until you "
+                parts.append(Text(f"\n⚠ {one_line(self.user)}'s key changed — sending to them is blocked until you "
                                   "accept or verify the new key", style="bold yellow"))
                 evidence = {True: ("the relay's key history shows the new key signed by the old one", "green"),
                             False: ("NOT signed by the key you pinned: the relay may have substituted it", "bold red"),
@@ -317,6 +242,10 @@ class ContactScreen(ModalScreen[None]):
         self.query_one("#verify", Button).display = c is not None and self.user != self.client.username and (
             pending or not c.verified)
 
+    def action_scroll_body(self, direction: int) -> None:
+        scroll = self.query_one("#contact-scroll", VerticalScroll)
+        (scroll.scroll_page_down if direction > 0 else scroll.scroll_page_up)(animate=False)
+
     @on(Button.Pressed, "#close")
     def _close(self) -> None:
         self.dismiss(None)
@@ -326,14 +255,14 @@ class ContactScreen(ModalScreen[None]):
         c = self.client.contacts.get(self.user)
         if c is not None and c.pending is not None:
             self.client.accept_key(self.user)
-            self.app.notify(f"{self.user}'s new key accepted (not verified)", severity="warning")
+            toast(self.app, f"{self.user}'s new key accepted (not verified)", severity="warning")
             self.refresh_body()
 
     @on(Button.Pressed, "#verify")
     def action_verify(self) -> None:
         if self.user in self.client.contacts and self.user != self.client.username:
             self.client.verify_contact(self.user)
-            self.app.notify(f"{self.user} marked verified")
+            toast(self.app, f"{self.user} marked verified")
             self.refresh_body()
 
 
@@ -348,7 +277,7 @@ class HelpScreen(ModalScreen[None]):
         table.add_column("key", style="bold cyan")
         table.add_column("does")
         for keys, text in app.help_rows():
-            table.add_row(keys, text)
+            table.add_row(Text(keys), Text(text))
         notes = Text(
             "\nMarks: ✔ verified sender · · not verified yet · ⚠ key changed / not accepted · ✖ could not verify\n"
             "States of your messages: … sending · ✓ stored by the relay · ✓✓ delivered to every member\n"

@@ -9,7 +9,8 @@ from textual.widgets import Checkbox, Input, Select
 
 from client_tui.app import ChatApp, ChatScreen
 from client_tui.core import ChatClient, MessageReceived
-from client_tui.screens import ContactScreen, HelpScreen, LoginScreen, MembersScreen, NewConversationScreen
+from client_tui.login import LoginScreen
+from client_tui.screens import ContactScreen, HelpScreen, MembersScreen, NewConversationScreen
 from client_tui.widgets import Composer
 from tests.client.conftest import click_button, rendered_text, screen_ready, tui_client, wait_until
 from tests.conftest import FAST_KDF, PASSWORD
@@ -28,7 +29,12 @@ async def register_in_ui(app: ChatApp, pilot, name: str) -> None:
     screen.query_one("#password", Input).value = PASSWORD
     screen.query_one("#passphrase", Input).value = f"{name} passphrase"
     screen.query_one("#register", Checkbox).value = True
+    screen.query_one("#password2", Input).value = PASSWORD
+    screen.query_one("#passphrase2", Input).value = f"{name} passphrase"
     screen.query_one("#bits", Select).value = 2048
+    # the new-account fields appear (the button moves down) before the click is aimed
+    await wait_until(lambda: screen.query_one("#row-passphrase2").display)
+    await pilot.pause()
     await click_button(pilot, "#go")
     await wait_until(lambda: isinstance(app.screen, ChatScreen) and app.client.online, timeout=30)
 
@@ -232,7 +238,7 @@ async def test_unread_counts_switching_and_the_members_dialog(make_client):
 async def test_a_counter_gap_is_shown_if_it_stays_open_and_removed_when_filled(make_client, monkeypatch):
     import msgspec
 
-    import client_tui.app as app_module
+    import client_tui.chatscreen as app_module
     from shared import envelope, frames
 
     monkeypatch.setattr(app_module, "GAP_GRACE_S", 0.2)

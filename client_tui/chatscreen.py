@@ -1,0 +1,406 @@
+"""The main window: conversation list | message log + composer | inspector, and the status bar.
+
+Layout in ``compose()``, style in ``chat.tcss``; the size classes (``-narrow``, ``-inspecting``)
+set on resize keep every part usable from 60×20 up. Everything another user or the relay controls
+is drawn through :mod:`.safe`.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Label, ListItem, ListView, Static
+
+from shared.errors import E2EEError, EnvelopeTooLarge
+
+from .core import (
+    ChatClient,
+    ConnectionState,
+    ContactChanged,
+    ConversationsChanged,
+    GapDetected,
+    KeyChangeBlocked,
+    KeyChanged,
+    RecordChanged,
+    RttMeasured,
+)
+from .history import Record
+from .inspector import inspect_record
+from .messagelog import MessageLog
+from .safe import one_line, plain, toast
+from .screens import ContactScreen, MembersScreen, NewConversationScreen
+from .widgets import Composer
+
+NARROW_COLS = 100
+"""Below this width the sidebar gets narrower, and hides while the inspector is open."""
+TINY_COLS = 70
+GAP_GRACE_S = 2.0
+"""A counter gap is shown if still open this long after it appeared (late arrivals fill most)."""
+
+
+class ChatScreen(Screen):
+    """The main window: conversation list | message log + composer | inspector; status bar."""
+
+    BINDINGS = [
+        Binding("f1", "app.help", "Help", priority=True),
+        Binding("f2", "toggle_inspector", "Inspector", priority=True),
+        Binding("ctrl+n", "new_conversation", "New chat", priority=True),
+        Binding("ctrl+g", "members", "Members", priority=True),
+        Binding("ctrl+k", "contact", "Keys", priority=True),
+        Binding("ctrl+up", "select_message(-1)", "Previous message", show=False, priority=True),
+        Binding("ctrl+down", "select_message(1)", "Next message", show=False, priority=True),
+        Binding("alt+up", "switch_conversation(-1)", "Previous chat", show=False, priority=True),
+        Binding("alt+down", "switch_conversation(1)", "Next chat", show=False, priority=True),
+        Binding("ctrl+r", "reconnect", "Reconnect now", show=False, priority=True),
+        Binding("escape", "escape", "Close inspector", show=False),
+    ]
+
+    def __init__(self, client: ChatClient, conversation: str = "") -> None:
+        super().__init__()
+        self.client = client
+        self.conversation = conversation
+        self.gaps: dict[str, dict[str, tuple[int, ...]]] = {}
+        self._conv_order: list[str] = []
+        self._labels: dict[str, Label] = {}
+        self.inspected = None  # the inspector's current renderable (tests read it)
+        self._shown: dict[str, Text] = {}
+        self._label_shown: dict[str, Text] = {}
+
+    # -- layout ------------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield Static(self.title_text(), id="title")
+        with Horizontal(id="body"):
+            with Vertical(id="sidebar"):
+                yield Label("Conversations", id="sidebar-title")
+                yield ListView(id="conversations")
+            with Vertical(id="main"):
+                yield Static("", id="banner")
+                yield MessageLog(self.client.username, id="log")
+                yield Composer(id="composer", placeholder="Type a message · Enter sends · Ctrl+J new line")
+            with VerticalScroll(id="inspector"):
+                yield Static(id="inspector-body")
+        yield Static("", id="status")
+        yield Footer()
+
+    def on_resize(self, event) -> None:
+        """Size classes (see chat.tcss): narrow windows give the inspector the sidebar's room."""
+        width = event.size.width
+        self.set_class(width < NARROW_COLS, "-narrow")
+        self.set_class(width < TINY_COLS, "-tiny")
+
+    def on_mount(self) -> None:
+        self.query_one("#banner").display = False
+        self.query_one("#inspector").display = False
+        self.query_one("#composer", Composer).focus()
+        self.update_status()
+        self.rebuild_conversations()
+        if self.conversation:
+            self.open_conversation(self.conversation)
+
+    def _update(self, selector: str, content: Text) -> None:
+        """Update a Static only when its content changed (each update is a layout pass)."""
+        if self._shown.get(selector) != content:
+            self._shown[selector] = content
+            self.query_one(selector, Static).update(content)
+
+    @property
+    def log_view(self) -> MessageLog:
+        return self.query_one("#log", MessageLog)
+
+    def title_text(self) -> Text:
+        c = self.client
+        members = c.members.get(self.conversation, [])
+        name = c.titles.get(self.conversation, self.conversation) or "no conversation"
+        t = Text()
+        t.append(one_line(name), style="bold")
+        named = {n.strip() for n in name.split(",")}
+        if members and set(members) != named:  # a title made of the member names says it already
+            t.append("  ·  " + one_line(", ".join(members)))
+        t.append(f"  ·  end-to-end encrypted as {one_line(c.username)}", style="italic")
+        if self.conversation in c.inactive:
+            t.append("  ·  you are no longer a member", style="bold")
+        return t
+
+    # -- status bar --------------------------------------------------------------------------------
+    def update_status(self, event: ConnectionState | None = None) -> None:
+        c = self.client
+        level = f"L{c.hello.level}" if c.hello else "L?"
+        state = c.state
+        dot = {"online": ("●", "green"), "connecting": ("◌", "yellow"), "refused": ("■", "red")}.get(
+            state, ("○", "red"))
+        t = Text()
+        t.append(f"relay {one_line(c.server_url.split('://', 1)[-1])}", style="bold")
+        t.append(f"  ·  {level}  ·  ")
+        t.append(f"{dot[0]} {state}", style=dot[1])
+        if event is not None and event.state != "online" and event.detail:
+            t.append(f" ({one_line(event.detail)})", style="dim")
+        if event is not None and event.retry_in is not None:
+            t.append(f" retry in {event.retry_in:.1f} s", style="dim")
+        t.append("  ·  RTT " + (f"{c.rtt_ms:.1f} ms" if c.rtt_ms is not None else "–"))
+        n = len(c.outbox)
+        t.append(f"  ·  outbox {n}", style="yellow" if n else "")
+        self._update("#status", t)
+        if event is not None:
+            self._last_state_event = event
+
+    # -- conversations -----------------------------------------------------------------------------
+    def _conv_label(self, cid: str) -> Text:
+        c = self.client
+        t = plain(c.titles.get(cid, cid), "strike dim" if cid in c.inactive else "", newlines=False)
+        n = c.unread.get(cid, 0)
+        if n and cid != self.conversation:
+            t.append(f"  {n}", style="bold reverse")
+        if c.blocked_by(cid):
+            t.append(" ⚠", style="bold yellow")
+        return t
+
+    def rebuild_conversations(self) -> None:
+        lv = self.query_one("#conversations", ListView)
+        order = list(self.client.titles)
+        if order != self._conv_order:
+            self._conv_order = order
+            self._label_shown = {cid: self._conv_label(cid) for cid in order}
+            self._labels = {cid: Label(self._label_shown[cid]) for cid in order}
+            lv.clear()
+            lv.extend([ListItem(self._labels[cid], name=cid) for cid in order])
+            if self.conversation in order:
+                lv.index = order.index(self.conversation)
+        else:
+            self.refresh_conversation_labels()
+
+    def refresh_conversation_labels(self) -> None:
+        for cid, label in self._labels.items():
+            text = self._conv_label(cid)
+            if self._label_shown.get(cid) != text:
+                self._label_shown[cid] = text
+                label.update(text)
+
+    @on(ListView.Selected, "#conversations")
+    def _picked(self, event: ListView.Selected) -> None:
+        if event.item.name and event.item.name != self.conversation:
+            self.open_conversation(event.item.name)
+        self.query_one("#composer", Composer).focus()
+
+    def open_conversation(self, cid: str) -> None:
+        self.conversation = cid
+        self.client.mark_read(cid)
+        self._update("#title", self.title_text())
+        self.log_view.clear()
+        self.update_banner()
+        self.refresh_conversation_labels()
+        if cid in self._conv_order:
+            self.query_one("#conversations", ListView).index = self._conv_order.index(cid)
+        self._load(cid)
+
+    @work(exclusive=True, group="load-history")
+    async def _load(self, cid: str) -> None:
+        records = await self.client.load_history(cid)
+        if cid != self.conversation:
+            return
+        self.log_view.set_records(records, {r.lid: self.client.mark(r) for r in records})
+        self.gaps.pop(cid, None)
+        self.refresh_gaps()
+        self.refresh_inspector()
+
+    def action_switch_conversation(self, step: int) -> None:
+        if not self._conv_order:
+            return
+        i = self._conv_order.index(self.conversation) if self.conversation in self._conv_order else 0
+        self.open_conversation(self._conv_order[(i + step) % len(self._conv_order)])
+
+    # -- events from the client core -----------------------------------------------------------------
+    def apply(self, events: list) -> None:
+        """Apply a batch of client events to the screen (called on the UI loop; no awaits)."""
+        status = labels = remark = gaps_shown = False
+        for ev in events:
+            if isinstance(ev, RecordChanged):
+                rec = ev.record
+                if rec.conversation == self.conversation:
+                    self.log_view.upsert(rec, self.client.mark(rec))
+                    gaps_shown = gaps_shown or rec.sender in self.gaps.get(self.conversation, {})
+                    if ev.new and not rec.mine:
+                        self.client.mark_read(self.conversation)
+                    sel = self.log_view.selected_record
+                    if sel is not None and sel.lid == rec.lid:
+                        self.refresh_inspector()
+                else:
+                    labels = True
+                status = status or rec.mine
+            elif isinstance(ev, ConnectionState):
+                self.update_status(ev)
+                self.app.connection = ev.state  # type: ignore[attr-defined]
+            elif isinstance(ev, RttMeasured):
+                status = True
+            elif isinstance(ev, KeyChanged):
+                toast(self.app, f"{ev.user}'s key changed: review it with Ctrl+K before sending to them",
+                      title="key change", severity="warning", timeout=10)
+                remark = labels = True
+            elif isinstance(ev, ContactChanged):
+                remark = labels = True
+            elif isinstance(ev, ConversationsChanged):
+                self.rebuild_conversations()
+                self._update("#title", self.title_text())
+                if not self.conversation and self.client.titles:
+                    self.open_conversation(next(reversed(self.client.titles)))
+                remark = True
+            elif isinstance(ev, GapDetected) and ev.conversation == self.conversation:
+                # out-of-order arrivals fill most gaps within moments: show what is still open then
+                self.set_timer(GAP_GRACE_S, self.refresh_gaps, name="gap-check")
+        if gaps_shown:  # a late message may have filled a gap on screen
+            self.refresh_gaps()
+        if remark:
+            self.log_view.remark({r.lid: self.client.mark(r) for r in self.log_view.records})
+            self.update_banner()
+        if labels:
+            self.refresh_conversation_labels()
+        if status:
+            self.update_status(getattr(self, "_last_state_event", None))
+
+    def refresh_gaps(self) -> None:
+        """Show one notice per sender whose messages never arrived; remove filled ones."""
+        cid = self.conversation
+        now = self.client.missing_counters(cid) if cid else {}
+        shown = self.gaps.setdefault(cid, {})
+        for sender in set(shown) | set(now):
+            missing = now.get(sender, ())
+            if shown.get(sender) == missing:
+                continue
+            key = f"gap-{cid}-{sender}"
+            if not missing:
+                shown.pop(sender, None)
+                self.log_view.add_notice(key, "")
+                continue
+            shown[sender] = missing
+            span = f"{missing[0]}" if len(missing) == 1 else f"{missing[0]}–{missing[-1]}"
+            self.log_view.add_notice(
+                key, f"⚠ {len(missing)} message(s) from {one_line(sender)} never arrived (counter {span}): "
+                "withheld by the relay, or still on their way")
+
+    def update_banner(self) -> None:
+        banner = self.query_one("#banner", Static)
+        blocked = self.client.blocked_by(self.conversation) if self.conversation else []
+        if not blocked:
+            banner.display = False
+            return
+        t = Text()
+        for user in blocked:
+            c = self.client.contacts[user]
+            evidence = {True: "signed by their previous key", False: "NOT signed by the key you pinned",
+                        None: "no rotation evidence"}[c.pending_signed_by_old]
+            t.append(f"⚠ {one_line(user)}'s key changed ({evidence}). ", style="bold")
+        t.append("Sending here is blocked until you accept or verify it: press Ctrl+K.")
+        banner.update(t)
+        banner.display = True
+
+    # -- sending -----------------------------------------------------------------------------------
+    @on(Composer.Submitted)
+    def _submitted(self, event: Composer.Submitted) -> None:
+        text = event.text
+        if not text.strip():
+            return
+        if not self.conversation:
+            self._give_back(text)
+            toast(self.app, "no conversation yet: start one with Ctrl+N", severity="warning")
+            return
+        blocked = self.client.blocked_by(self.conversation)
+        if blocked:
+            self._give_back(text)
+            self.update_banner()
+            toast(self.app, f"not sent: {', '.join(blocked)}'s key changed. Review it with Ctrl+K.",
+                  severity="error", title="blocked")
+            return
+        self._send(self.conversation, text)
+
+    def _give_back(self, text: str) -> None:
+        """Put unsent text back in the composer (unless the user already typed something new)."""
+        composer = self.query_one("#composer", Composer)
+        if not composer.text:
+            composer.text = text
+            composer.move_cursor(composer.document.end)
+
+    @work(group="send")
+    async def _send(self, cid: str, text: str) -> None:
+        try:
+            await self.client.queue_text(cid, text)
+        except (KeyChangeBlocked, EnvelopeTooLarge, E2EEError) as exc:
+            self._give_back(text)  # nothing was sent
+            self.update_banner()
+            toast(self.app, f"not sent: {exc.message}", severity="error", title=exc.code)
+            return
+        self.update_status(getattr(self, "_last_state_event", None))
+
+    # -- inspector and selection -------------------------------------------------------------------
+    def action_toggle_inspector(self) -> None:
+        insp = self.query_one("#inspector")
+        insp.display = not insp.display
+        self.set_class(insp.display, "-inspecting")
+        if insp.display and self.log_view.selected_record is None:
+            self.log_view.action_select_edge(-1)
+        self.refresh_inspector()
+
+    def action_escape(self) -> None:
+        if self.query_one("#inspector").display:
+            self.action_toggle_inspector()
+
+    def action_select_message(self, step: int) -> None:
+        self.log_view.action_select(step)
+
+    @on(MessageLog.Selected)
+    def _selected(self, event: MessageLog.Selected) -> None:
+        self.refresh_inspector()
+
+    def kid_names(self) -> dict[str, str]:
+        names = {}
+        for user, c in self.client.contacts.items():
+            for ident in (*c.previous, c.identity, *([c.pending] if c.pending else [])):
+                names[ident.wrap_kid] = user
+        return names
+
+    def refresh_inspector(self) -> None:
+        if not self.query_one("#inspector").display:
+            return
+        body = inspect_record(self.log_view.selected_record, kid_names=self.kid_names(), me=self.client.username)
+        self.inspected = body
+        self.query_one("#inspector-body", Static).update(body)
+
+    # -- dialogs -----------------------------------------------------------------------------------
+    def action_new_conversation(self) -> None:
+        def done(cid: str | None) -> None:
+            if cid:
+                self.rebuild_conversations()
+                self.open_conversation(cid)
+
+        self.app.push_screen(NewConversationScreen(self.client), done)
+
+    def action_members(self) -> None:
+        if not self.conversation:
+            toast(self.app, "no conversation open", severity="warning")
+            return
+        self.app.push_screen(MembersScreen(self.client, self.conversation),
+                             lambda _: self._update("#title", self.title_text()))
+
+    def action_contact(self, user: str | None = None) -> None:
+        members = [u for u in self.client.members.get(self.conversation, []) if u in self.client.contacts]
+        others = [u for u in members if u != self.client.username]
+        users = others + [u for u in self.client.contacts if u not in others]
+        if not users:
+            toast(self.app, "no contacts yet", severity="warning")
+            return
+        blocked = self.client.blocked_by(self.conversation)
+        who = user or (blocked[0] if blocked else others[0] if others else users[0])
+
+        def done(_: None) -> None:
+            self.apply([ContactChanged(who)])
+
+        self.app.push_screen(ContactScreen(self.client, who, users), done)
+
+    def action_reconnect(self) -> None:
+        self.client.reconnect_now()
+
+    @property
+    def records(self) -> list[Record]:
+        return self.log_view.records

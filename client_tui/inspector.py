@@ -1,0 +1,143 @@
+"""The inspector: what the relay stored for a message (never its plaintext), what sealing or
+opening it cost here, and why a message did not open, in plain words."""
+
+from __future__ import annotations
+
+import json
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from shared.b64 import b64u_decode
+from shared.errors import E2EEError
+
+from .display import shorten
+from .history import Record
+from .safe import plain
+
+UNREADABLE_TEXT = {
+    "not_a_recipient": "a message you cannot read (it was not encrypted for your key)",
+}
+
+
+_MALFORMED = "it is not a well-formed envelope: damaged on the way, or built wrongly"
+# What each reason an envelope fails to open means, in words a user can act on (the inspector
+# shows it next to the error code; PROTOCOL.md §5.7 lists the checks).
+REASON_WORDS = {
+    "conversation_mismatch": "it was written for another conversation: the relay delivered it in this one",
+    "sender_mismatch": "the relay names someone other than the sender who signed it",
+    "signature_invalid": "its signature does not verify: it was changed after it was sent, or forged",
+    "unknown_sender_key": "it is signed with a key that is not the one you have for this sender",
+    "decryption_failed": "its encrypted text fails the integrity check: it was changed on the way",
+    "unwrap_failed": "the message key encrypted for you is damaged, or was not made for your key",
+    "not_a_recipient": "it was not encrypted for your key",
+    "recipient_list_invalid": "its list of recipients was changed after it was signed",
+    "recipient_duplicated": "its list of recipients names one key twice",
+    "unsupported_algorithm": "it uses a format or an algorithm this client does not accept",
+    "envelope_too_large": "it is larger than this client accepts",
+    "too_many_recipients": "it names more recipients than this client accepts",
+    "envelope_malformed": _MALFORMED, "base64_invalid": _MALFORMED, "nonce_invalid": _MALFORMED,
+    "tag_invalid": _MALFORMED, "trailing_data": _MALFORMED, "duplicate_member": _MALFORMED,
+    "malformed": _MALFORMED,
+}
+
+
+def unreadable_text(reason: str) -> str:
+    """The message list's line for a message that did not open ("could not verify")."""
+    return UNREADABLE_TEXT.get(reason, "could not verify")
+
+
+def reason_words(reason: str) -> str:
+    """Why a message did not open, in plain words (for the inspector), from its error code."""
+    return REASON_WORDS.get(reason, "it failed a check before any text was shown")
+
+
+# -- the inspector ---------------------------------------------------------------------------------
+MAX_SHOWN_CHARS = 1200
+
+
+def _b64len(value: str) -> int:
+    try:
+        return len(b64u_decode(value))
+    except E2EEError:
+        return -1
+
+
+def inspect_record(record: Record | None, *, kid_names: dict[str, str], me: str) -> RenderableType:
+    """What the relay stored for ``record`` (never its plaintext) and what it cost here."""
+    if record is None:
+        return Text("Select a message (Ctrl+Up / Ctrl+Down, or click one) to see what the relay stored.",
+                    style="dim")
+    parts: list[RenderableType] = []
+    title = Text("What the relay stored", style="bold")
+    if record.seq is not None:
+        title.append(f"  seq {record.seq}", style="dim")
+    parts.append(title)
+    if record.state == "unreadable":
+        parts.append(Text.assemble(("could not verify: ", "bold red"), plain(record.reason, "red"),
+                                   (" — " + reason_words(record.reason), "red"),
+                                   plain("  " + record.detail, "dim")))
+    env = record.envelope
+    if env is None:
+        parts.append(Text("not sealed yet", style="dim"))
+        return Group(*parts)
+    try:
+        doc = json.loads(env)
+        if not isinstance(doc, dict):
+            raise ValueError
+    except ValueError:
+        parts.append(Text(f"{len(env)} bytes, not a JSON envelope:", style="yellow"))
+        parts.append(plain(repr(env[:600])))
+        return Group(*parts)
+    sizes = Table.grid(padding=(0, 2))
+    sizes.add_column(style="dim")
+    sizes.add_column(justify="right")
+    sizes.add_row("envelope", f"{len(env)} bytes")
+    recipients = doc.get("recipients") if isinstance(doc.get("recipients"), list) else []
+    for name, member in (("protected header", "protected"), ("ciphertext", "ciphertext"), ("iv", "iv"),
+                         ("tag", "tag"), ("signature", "sig")):
+        if isinstance(doc.get(member), str):
+            sizes.add_row(name, f"{_b64len(doc[member])} bytes")
+    if recipients:
+        first = recipients[0].get("encrypted_key", "") if isinstance(recipients[0], dict) else ""
+        sizes.add_row("wrapped keys", f"{len(recipients)} × {_b64len(first) if isinstance(first, str) else '?'} bytes")
+    parts.append(sizes)
+    header = None
+    if isinstance(doc.get("protected"), str):
+        try:
+            header = json.loads(b64u_decode(doc["protected"]))
+        except (E2EEError, ValueError):
+            header = None
+    kids = Table(title="recipients (wrap key ids)", title_justify="left", show_header=False, box=None,
+                 padding=(0, 1))
+    kids.add_column()
+    kids.add_column(style="dim")
+    for r in recipients:
+        kid = r.get("header", {}).get("kid", "?") if isinstance(r, dict) else "?"
+        who = kid_names.get(kid, "unknown key")
+        kids.add_row(plain(kid), plain(who + (" (you)" if who == me else "")))
+    parts.append(kids)
+    t = record.info.get("timings") or {}
+    if t:
+        cost = Table(title="measured here (ms)", title_justify="left", show_header=False, box=None, padding=(0, 1))
+        cost.add_column(style="dim")
+        cost.add_column(justify="right")
+        if "wrap" in t:
+            wraps = t.get("wrap") or []
+            cost.add_row("encrypt (AES-256-GCM + encoding)", f"{t.get('encrypt', 0):.3f}")
+            cost.add_row(f"wrap × {len(wraps)} (RSA-OAEP-256)",
+                         f"{sum(wraps):.3f}" + (f"  ({', '.join(f'{w:.3f}' for w in wraps)})" if wraps else ""))
+            cost.add_row("sign (Ed25519)", f"{t.get('sign', 0):.3f}")
+        else:
+            cost.add_row("verify (Ed25519)", f"{t.get('verify', 0):.3f}")
+            cost.add_row("unwrap (RSA-OAEP-256)", f"{t.get('unwrap', 0):.3f}")
+            cost.add_row("decrypt (AES-256-GCM + decoding)", f"{t.get('decrypt', 0):.3f}")
+        cost.add_row("total", f"{t.get('total', 0):.3f}")
+        parts.append(cost)
+    if header is not None:
+        parts.append(Text("protected header (the relay can read this: routing metadata)", style="bold"))
+        parts.append(plain(json.dumps(header, indent=1, ensure_ascii=False)))
+    parts.append(Text("envelope as stored (JWE General JSON + sig)", style="bold"))
+    parts.append(plain(json.dumps(shorten(doc, MAX_SHOWN_CHARS), indent=1, ensure_ascii=False)))
+    return Group(*parts)

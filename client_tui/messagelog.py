@@ -1,0 +1,366 @@
+"""The message list of the chat window (Textual Line API: only visible lines are drawn)."""
+
+from __future__ import annotations
+
+import bisect
+import time
+from dataclasses import dataclass, field
+
+from rich.style import Style
+from rich.text import Text
+from textual import events
+from textual.binding import Binding
+from textual.geometry import Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+from textual.widget import Widget
+
+from .history import Record
+from .inspector import unreadable_text
+from .safe import harmless
+
+MAX_ROWS = 1000
+"""Most records the log keeps on screen (older ones stay in the history cache)."""
+FLUSH_S = 0.1
+"""Least time between two layout updates of the message log while messages stream in."""
+
+STATE_GLYPH = {
+    "sealing": ("…", "dim"),
+    "sending": ("…", "dim"),
+    "stored": ("✓", "dim"),
+    "delivered": ("✓✓", "green"),
+    "blocked": ("⛔ waiting for a key decision", "bold yellow"),
+    "failed": ("✗ not sent", "bold red"),
+}
+MARK_GLYPH = {
+    "verified": ("✔", "bold green"),
+    "unverified": ("·", "dim"),
+    "warning": ("⚠", "bold yellow"),
+    "unreadable": ("✖", "bold red"),
+}
+@dataclass
+class Row:
+    """One entry of the log: a message record, or a notice (``record`` is None)."""
+
+    key: str
+    pos: float
+    record: Record | None = None
+    notice: str = ""
+    mark: str = "unverified"
+    version: int = 0
+    lines: list[Strip] = field(default_factory=list)
+    width: int = -1
+    rendered: int = -1
+
+
+class MessageLog(ScrollView, can_focus=True):
+    """The messages of one conversation, rendered line by line (only visible lines are drawn).
+
+    Rows are kept sorted by ``pos`` (the relay's sequence; my unsent messages after the last one).
+    Up/Down (or Ctrl+Up/Ctrl+Down from anywhere) select a message; the inspector shows it.
+    """
+
+    COMPONENT_CLASSES = {
+        "messagelog--time", "messagelog--sender", "messagelog--me", "messagelog--selected",
+        "messagelog--notice", "messagelog--unreadable",
+    }
+    BINDINGS = [
+        Binding("up", "select(-1)", "Previous message", show=False),
+        Binding("down", "select(1)", "Next message", show=False),
+        Binding("home", "select_edge(0)", "First message", show=False),
+        Binding("end", "select_edge(-1)", "Last message", show=False),
+    ]
+
+    class Selected(Message):
+        """The selected message changed."""
+
+        def __init__(self, record: Record | None) -> None:
+            super().__init__()
+            self.record = record
+
+    def __init__(self, me: str = "", **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.me = me
+        self.rows: list[Row] = []
+        self._keys: dict[str, Row] = {}
+        self._offsets: list[int] = []  # first line of each row
+        self._total = 0
+        self.selected: int | None = None
+        self._render_width = 0
+        # Screen updates are throttled: a new virtual size means a layout pass of the whole screen,
+        # so during a burst the size (and the scroll to the end) is applied at most every FLUSH_S.
+        self._flush_timer = None
+        self._last_flush = 0.0
+        self._follow = True
+        self._force_follow = True
+        self.following = True
+        """The view shows the newest line and keeps showing it as lines arrive (until the user
+        scrolls up or selects an older message). A resize never changes it."""
+        self._styles: dict[str, Style] = {}
+
+    # -- the model ---------------------------------------------------------------------------------
+    @property
+    def records(self) -> list[Record]:
+        return [r.record for r in self.rows if r.record is not None]
+
+    @property
+    def selected_record(self) -> Record | None:
+        if self.selected is None or not 0 <= self.selected < len(self.rows):
+            return None
+        return self.rows[self.selected].record
+
+    def clear(self) -> None:
+        self.rows, self._keys, self._offsets, self._total, self.selected = [], {}, [], 0, None
+        self._force_follow = True
+        self._changed()
+
+    def set_records(self, records: list[Record], marks: dict[str, str]) -> None:
+        self.rows = [Row(r.lid, r.pos, r, mark=marks.get(r.lid, "unverified")) for r in records[-MAX_ROWS:]]
+        self._keys = {r.key: r for r in self.rows}
+        self.selected = None
+        self._force_follow = True
+        self._relayout(0)
+        self.flush()
+
+    def upsert(self, record: Record, mark: str) -> None:
+        """Add or update a record (found by ``lid``), keeping the order by ``pos``."""
+        row = self._keys.get(record.lid)
+        if row is not None:
+            row.record, row.mark, row.version = record, mark, row.version + 1
+            i = self.rows.index(row)
+            if row.pos != record.pos:  # stored: moves to its sequence
+                del self.rows[i]
+                row.pos = record.pos
+                j = bisect.bisect_right([r.pos for r in self.rows], row.pos)
+                self.rows.insert(j, row)
+                i = min(i, j)
+            self._relayout(i)
+        else:
+            self._insert(Row(record.lid, record.pos, record, mark=mark))
+
+    def add_notice(self, key: str, text: str, pos: float | None = None) -> None:
+        """Show (or update) a notice line; an empty ``text`` removes it."""
+        if key in self._keys:
+            row = self._keys[key]
+            i = self.rows.index(row)
+            if not text:
+                del self.rows[i]
+                del self._keys[key]
+                if self.selected is not None and self.selected >= i:
+                    self.selected = max(0, self.selected - 1) if self.selected > i else None
+            else:
+                row.notice, row.version = text, row.version + 1
+            self._relayout(i)
+            return
+        if text:
+            self._insert(Row(key, self.rows[-1].pos + 1e-6 if pos is None and self.rows else (pos or 0.0),
+                             notice=text))
+
+    def remark(self, marks: dict[str, str]) -> None:
+        """Update every row's verified/warning mark (after a contact changed)."""
+        changed = False
+        for row in self.rows:
+            if row.record is not None and marks.get(row.key, row.mark) != row.mark:
+                row.mark, row.version, changed = marks[row.key], row.version + 1, True
+        if changed:
+            self._relayout(0)
+
+    def _insert(self, row: Row) -> None:
+        if not self.rows or row.pos >= self.rows[-1].pos:
+            i = len(self.rows)
+            self.rows.append(row)
+        else:
+            i = bisect.bisect_right([r.pos for r in self.rows], row.pos)
+            self.rows.insert(i, row)
+            if self.selected is not None and self.selected >= i:
+                self.selected += 1
+        self._keys[row.key] = row
+        if len(self.rows) > MAX_ROWS:
+            drop = len(self.rows) - MAX_ROWS
+            for r in self.rows[:drop]:
+                self._keys.pop(r.key, None)
+            del self.rows[:drop]
+            if self.selected is not None:
+                self.selected = max(0, self.selected - drop)
+            i = 0
+        self._relayout(i)
+
+    def _at_end(self) -> bool:
+        return self.scroll_y >= self.max_scroll_y - 1
+
+    # -- layout and rendering ----------------------------------------------------------------------
+    def _width(self) -> int:
+        return max(20, self.scrollable_content_region.width or self.size.width or 80)
+
+    def _relayout(self, start: int) -> None:
+        width = self._width()
+        if width != self._render_width:
+            self._render_width, start = width, 0
+        del self._offsets[start:]
+        y = self._offsets[start - 1] + len(self.rows[start - 1].lines) if start > 0 else 0
+        for row in self.rows[start:]:
+            if row.width != width or row.version != row.rendered:
+                row.lines = self._render_row(row, width)
+                row.width, row.rendered = width, row.version
+            self._offsets.append(y)
+            y += len(row.lines)
+        self._total = y
+        self._changed()
+
+    def _changed(self) -> None:
+        """Schedule a screen update; during a burst at most one every FLUSH_S."""
+        if self._flush_timer is not None:
+            return
+        if not self._force_follow:  # as the user sees it before this change
+            self.following = self._at_end()
+        self._follow = self._force_follow or self.following
+        wait = max(0.0, FLUSH_S - (time.monotonic() - self._last_flush))
+        if not self.is_mounted:
+            return
+        self._flush_timer = self.set_timer(max(wait, 0.001), self.flush, name="messagelog-flush")
+
+    def flush(self) -> None:
+        """Apply the new size now (and follow the end if the view was at the end)."""
+        if self._flush_timer is not None:
+            self._flush_timer.stop()
+            self._flush_timer = None
+        self._last_flush = time.monotonic()
+        self._follow, self._force_follow = self._follow or self._force_follow, False
+        size = Size(self._width(), self._total)
+        if self.virtual_size != size:
+            if self.styles.overflow_y == "scroll" and size.width == self.virtual_size.width:
+                # The scrollbar is always shown (see chat.tcss), so a taller log changes nothing
+                # around it: update the scroll range without a layout pass of the whole screen.
+                self.set_reactive(Widget.virtual_size, size)
+                self._scroll_update(size)
+            else:
+                self.virtual_size = size
+        if self._follow:
+            self.scroll_end(animate=False, immediate=True, x_axis=False)
+            self.following = True
+        self.refresh()
+
+    def on_mount(self) -> None:
+        if self.rows:
+            self._changed()
+
+    def on_resize(self, event: events.Resize) -> None:
+        # A resize is not the user scrolling: at a tiny size every line is "above the view", and
+        # judging by the scroll position then stopped the list following new messages for good.
+        self._force_follow = self._force_follow or self.following
+        if self.rows:
+            self._relayout(0)
+        elif self._force_follow:
+            self._changed()
+
+    def watch_scroll_y(self, old: float, new: float) -> None:
+        super().watch_scroll_y(old, new)
+        if new < old and self._flush_timer is None:  # scrolled up by the user (keys, bar, wheel)
+            self.following = self._at_end()
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._styles.clear()
+        for row in self.rows:
+            row.rendered = -1
+
+    def _style(self, name: str) -> Style:
+        style = self._styles.get(name)
+        if style is None:
+            try:
+                style = self.get_component_rich_style(name) if name else self.rich_style
+            except Exception:  # noqa: BLE001 - not mounted yet
+                return Style()
+            self._styles[name] = style
+        return style
+
+    def _render_row(self, row: Row, width: int) -> list[Strip]:
+        console = self.app.console
+        if row.record is None:
+            text = Text(harmless(row.notice), style=self._style("messagelog--notice"))
+            return [Strip(line.render(console), line.cell_len) for line in text.wrap(console, width)]
+        r = row.record
+        stamp = time.strftime("%H:%M", time.localtime(r.ts / 1000)) if r.ts else "--:--"
+        glyph, gstyle = MARK_GLYPH.get(row.mark, ("·", "dim"))
+        prefix = Text()
+        prefix.append(f"{stamp} ", style=self._style("messagelog--time"))
+        sender_style = self._style("messagelog--me" if r.sender == self.me else "messagelog--sender")
+        prefix.append(harmless(r.sender), style=sender_style)
+        prefix.append(" ")
+        prefix.append(glyph, style=gstyle)
+        prefix.append(" ")
+        indent = min(prefix.cell_len, width // 3)
+        if r.state == "unreadable" or r.text is None:
+            body = Text(unreadable_text(r.reason), style=self._style("messagelog--unreadable"))
+        else:
+            body = Text(harmless(r.text))
+        if r.sender == self.me and r.state in STATE_GLYPH:
+            sglyph, sstyle = STATE_GLYPH[r.state]
+            body.append(f"  {sglyph}", style=sstyle)
+        body_lines = body.wrap(console, max(10, width - indent))
+        strips = []
+        for n, line in enumerate(body_lines):
+            head = prefix if n == 0 else Text(" " * indent)
+            full = Text.assemble(head, line)
+            strips.append(Strip(full.render(console), full.cell_len))
+        return strips or [Strip(prefix.render(console), prefix.cell_len)]
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        line_no = scroll_y + y
+        width = self.scrollable_content_region.width or self.size.width
+        base = self._style("")
+        if not self.rows or line_no >= self._total:
+            return Strip.blank(width, base)
+        i = bisect.bisect_right(self._offsets, line_no) - 1
+        row = self.rows[i]
+        strip = row.lines[line_no - self._offsets[i]]
+        strip = strip.crop_extend(scroll_x, scroll_x + width, base)
+        if i == self.selected:
+            strip = strip.apply_style(self._style("messagelog--selected"))
+        return strip
+
+    # -- selection ---------------------------------------------------------------------------------
+    def select(self, index: int | None) -> None:
+        self.flush()
+        if index is not None:
+            candidates = [i for i, r in enumerate(self.rows) if r.record is not None]
+            if not candidates:
+                index = None
+            else:
+                index = min(candidates, key=lambda i: abs(i - index))
+        self.selected = index
+        if index is not None:
+            top = self._offsets[index]
+            bottom = top + len(self.rows[index].lines)
+            height = self.scrollable_content_region.height
+            if top < self.scroll_y:
+                self.scroll_to(y=top, animate=False, immediate=True)
+            elif bottom > self.scroll_y + height:
+                self.scroll_to(y=bottom - height, animate=False, immediate=True)
+        self.refresh()
+        self.post_message(self.Selected(self.selected_record))
+
+    def action_select(self, step: int) -> None:
+        rows = [i for i, r in enumerate(self.rows) if r.record is not None]
+        if not rows:
+            return
+        if self.selected is None:
+            self.select(rows[-1])
+            return
+        pos = bisect.bisect_left(rows, self.selected)
+        pos = max(0, min(len(rows) - 1, pos + step))
+        self.select(rows[pos])
+
+    def action_select_edge(self, which: int) -> None:
+        rows = [i for i, r in enumerate(self.rows) if r.record is not None]
+        if rows:
+            self.select(rows[which])
+
+    def on_click(self, event: events.Click) -> None:
+        line_no = self.scroll_offset.y + event.y
+        if self._offsets and line_no < self._total:
+            self.select(bisect.bisect_right(self._offsets, line_no) - 1)
+
+
