@@ -164,10 +164,15 @@ def run(n: int = 1000, bits: int = 3072, pool: int = 4, most: int = 128, progres
         step(f"{facts['version']}: generating RSA-{bits} keys in the page")
         page.goto(f"{url}/index.html")
         page.wait_for_function("window.benchReady === true")
-        setup = page.evaluate("p => window.bench.setup(p)", {"bits": bits, "pool": pool})
+        from shared import envelope
+        from shared.b64 import b64u_encode
+
+        setup = page.evaluate("p => window.bench.setup(p)", {"bits": bits, "pool": pool, "version": envelope.VERSION,
+                                                              "head": b64u_encode(bytes(32))})
         if not setup["cross_origin_isolated"]:
             raise RuntimeError("the bench page is not cross-origin isolated: its timer steps by 0.1 ms")
-        out: dict = {**facts, **setup, "params": {"n": n, "bits": bits, "pool": pool, "counts": counts}}
+        out: dict = {**facts, **setup, "params": {"n": n, "bits": bits, "pool": pool, "counts": counts,
+                                                   "envelope_version": envelope.VERSION}}
         call = functools.partial(page.evaluate)
         step("L3 and L4 at 100 B, 1 KB, 10 KB")
         out["per_request"] = call("p => window.bench.perRequest(p)", {"n": n, "bits": bits})

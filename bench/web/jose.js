@@ -49,16 +49,27 @@ export async function recipientFromSpki(spki, wrapKid) {
 }
 
 // -- L4 (PROTOCOL.md §5) ---------------------------------------------------------------------------
-const signingInput = (env) => enc.encode(["e2ee-chat/v1/sig", env.protected,
+// Version 1, or version 2 when `membership` = {ep, mh} is given: the header then names the membership
+// epoch and its statement hash, and commits to the CEK (kc = HMAC-SHA-256(CEK, KC_CONTEXT)).
+const KC_CONTEXT = enc.encode("e2ee-chat/v2/key-commitment");
+const signingInput = (env, v) => enc.encode([`e2ee-chat/v${v}/sig`, env.protected,
   env.recipients.map((r) => r.encrypted_key).join(","), env.iv, env.ciphertext, env.tag].join("."));
+const hmacKey = (cek, use) => subtle.importKey("raw", cek, { name: "HMAC", hash: "SHA-256" }, false, [use]);
 
-export async function sealL4(text, sender, conversation, recipients, counter) {
+export async function sealL4(text, sender, conversation, recipients, counter, membership = null) {
   const fresh = random(60); // CEK, nonce, message id in one draw, as shared/envelope.py does
   const cek = fresh.subarray(0, 32), iv = fresh.subarray(32, 44);
-  const protectedB64 = b64u(enc.encode(JSON.stringify({
-    alg: "RSA-OAEP-256", enc: "A256GCM", typ: "e2ee-chat/msg", cty: "text/plain;charset=utf-8", v: 1,
+  const v = membership ? 2 : 1;
+  const header = { alg: "RSA-OAEP-256", enc: "A256GCM", typ: "e2ee-chat/msg", cty: "text/plain;charset=utf-8", v,
     mid: b64u(fresh.subarray(44, 60)), cid: conversation, snd: sender.username, skid: sender.signKid,
-    ts: Date.now(), ctr: counter, rkids: recipients.map((r) => r.wrapKid) })));
+    ts: Date.now(), ctr: counter };
+  if (membership) {
+    header.ep = membership.ep;
+    header.mh = membership.mh;
+    header.kc = b64u(new Uint8Array(await subtle.sign("HMAC", await hmacKey(cek, "sign"), KC_CONTEXT)));
+  }
+  header.rkids = recipients.map((r) => r.wrapKid);
+  const protectedB64 = b64u(enc.encode(JSON.stringify(header)));
   const aes = await subtle.importKey("raw", cek, "AES-GCM", false, ["encrypt"]);
   const sealed = new Uint8Array(await subtle.encrypt({ name: "AES-GCM", iv, additionalData: enc.encode(protectedB64) },
     aes, enc.encode(text)));
@@ -70,7 +81,7 @@ export async function sealL4(text, sender, conversation, recipients, counter) {
     recipients: recipients.map((r, i) => ({ header: { kid: r.wrapKid }, encrypted_key: b64u(new Uint8Array(wrapped[i])) })),
     iv: b64u(iv), ciphertext: b64u(sealed.subarray(0, sealed.length - 16)), tag: b64u(sealed.subarray(sealed.length - 16)),
     sig: "" };
-  env.sig = b64u(new Uint8Array(await subtle.sign({ name: "Ed25519" }, sender.signPrivate, signingInput(env))));
+  env.sig = b64u(new Uint8Array(await subtle.sign({ name: "Ed25519" }, sender.signPrivate, signingInput(env, v))));
   return JSON.stringify(env);
 }
 
@@ -79,10 +90,13 @@ export async function openL4(data, me, signPublic) {
   const header = JSON.parse(dec.decode(unb64u(env.protected)));
   const index = header.rkids.indexOf(me.wrapKid);
   if (index < 0 || env.recipients[index].header.kid !== me.wrapKid) throw new Error("not_a_recipient");
-  if (!(await subtle.verify({ name: "Ed25519" }, signPublic, unb64u(env.sig), signingInput(env)))) {
+  if (!(await subtle.verify({ name: "Ed25519" }, signPublic, unb64u(env.sig), signingInput(env, header.v)))) {
     throw new Error("signature_invalid");
   }
   const cek = await subtle.decrypt({ name: "RSA-OAEP" }, me.wrapPrivate, unb64u(env.recipients[index].encrypted_key));
+  if (header.v === 2 && !(await subtle.verify("HMAC", await hmacKey(cek, "verify"), unb64u(header.kc), KC_CONTEXT))) {
+    throw new Error("key_commitment_invalid");
+  }
   const aes = await subtle.importKey("raw", cek, "AES-GCM", false, ["decrypt"]);
   const ct = unb64u(env.ciphertext), tag = unb64u(env.tag);
   const both = new Uint8Array(ct.length + 16);

@@ -68,7 +68,7 @@ export async function perRequest({ n, bits }, state) {
     const ctx = () => ({ dir: "c2r", cid: "c1", snd: "alice", seq: ++seq });
     out[label] = {
       L3: await measure(async () => jose.openL3(session, await jose.sealL3(session, text, ctx()), "c2r"), n, state.step),
-      L4: await measure(async () => jose.openL4(await jose.sealL4(text, state.alice, "c1", [state.alice, state.bob], 1),
+      L4: await measure(async () => jose.openL4(await jose.sealL4(text, state.alice, "c1", [state.alice, state.bob], 1, state.membership),
         state.bob, state.alice.signPublic), Math.max(20, Math.floor(n / 4)), state.step),
     };
   }
@@ -86,7 +86,7 @@ export async function encDec1kb({ n }, state) {
   const text = jose.textOf(1024);
   let seq = 0;
   const token = await jose.sealL3(session, text, { dir: "c2r", cid: "c1", snd: "alice", seq: 1 });
-  const env = await jose.sealL4(text, state.alice, "c1", [state.alice, state.bob], 1);
+  const env = await jose.sealL4(text, state.alice, "c1", [state.alice, state.bob], 1, state.membership);
   const m = (fn, k = n) => measure(fn, k, state.step);
   return {
     aes_gcm_encrypt: await m(() => subtle.encrypt(params, key, data)),
@@ -94,7 +94,7 @@ export async function encDec1kb({ n }, state) {
     aes_gcm_encrypt_decrypt: await m(async () => subtle.decrypt(params, key, await subtle.encrypt(params, key, data))),
     l3_seal: await m(() => jose.sealL3(session, text, { dir: "c2r", cid: "c1", snd: "alice", seq: ++seq })),
     l3_open: await m(() => jose.openL3(session, token, "c2r")),
-    l4_seal: await m(() => jose.sealL4(text, state.alice, "c1", [state.alice, state.bob], 1), Math.max(20, Math.floor(n / 2))),
+    l4_seal: await m(() => jose.sealL4(text, state.alice, "c1", [state.alice, state.bob], 1, state.membership), Math.max(20, Math.floor(n / 2))),
     l4_open: await m(() => jose.openL4(env, state.bob, state.alice.signPublic), Math.max(20, Math.floor(n / 2))),
   };
 }
@@ -129,10 +129,10 @@ export async function recipients({ n, counts, pool }, state) {
     const reader = keys[(count - 1) % keys.length];
     rcpts[count - 1] = reader;
     if (count > keys.length) rcpts[(count - 1) % keys.length] = { ...reader, wrapKid: jose.b64u(jose.random(32)) };
-    const env = await jose.sealL4(text, state.alice, "c1", rcpts, 1);
+    const env = await jose.sealL4(text, state.alice, "c1", rcpts, 1, state.membership);
     const k = Math.max(5, Math.min(n, Math.floor(400 / count)));
     rows[String(count)] = {
-      seal: await measure(() => jose.sealL4(text, state.alice, "c1", rcpts, 1), k, state.step, 2),
+      seal: await measure(() => jose.sealL4(text, state.alice, "c1", rcpts, 1, state.membership), k, state.step, 2),
       open: await measure(() => jose.openL4(env, reader, state.alice.signPublic), k, state.step, 2),
       envelope_bytes: env.length,
     };
