@@ -25,6 +25,7 @@ from .core import (
     GapDetected,
     KeyChangeBlocked,
     KeyChanged,
+    LocalDataWarning,
     RecordChanged,
     RttMeasured,
 )
@@ -235,10 +236,15 @@ class ChatScreen(Screen):
                 self.app.connection = ev.state  # type: ignore[attr-defined]
             elif isinstance(ev, RttMeasured):
                 status = True
+            elif isinstance(ev, KeyChanged) and ev.rollback:
+                toast(self.app, f"the relay served an older key of {ev.user}'s than one already seen: ignored, "
+                      "nothing changed", title="key rollback refused", severity="error", timeout=15)
             elif isinstance(ev, KeyChanged):
                 toast(self.app, f"{ev.user}'s key changed: review it with Ctrl+K before sending to them",
                       title="key change", severity="warning", timeout=10)
                 remark = labels = True
+            elif isinstance(ev, LocalDataWarning):
+                toast(self.app, ev.text, title="local data", severity="error", timeout=60)
             elif isinstance(ev, ContactChanged):
                 remark = labels = True
             elif isinstance(ev, ConversationsChanged):

@@ -36,6 +36,7 @@ from shared.keys import fingerprint, safety_number
 from shared.names import canonical_username
 
 from . import keystore
+from .contacts import kid_token
 from .core import ChatClient, ClientError, Delivered, KeyChangeBlocked, RecordChanged
 from .history import Record
 from .inspector import unreadable_text
@@ -117,6 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("action", choices=["show", "export", "import", "accept", "verify", "rotate"])
     k.add_argument("contact", nargs="?", help="the contact (accept, verify, show)")
     k.add_argument("--file", type=Path, help="export to / import from this file")
+    k.add_argument("--compare", metavar="NUMBER",
+                   help="verify: the safety number you compared with the contact (or the WRAP.SIGN key-id "
+                        "prefixes 'keys show' printed); required while a key change is pending")
     return p
 
 
@@ -193,6 +197,8 @@ async def _logged_in(args) -> ChatClient:
     except BaseException:
         await client.close()
         raise
+    for text in client.local_warnings:  # what was lost or damaged on this machine, said once, in words
+        print(f"e2ee-chat: warning: {harmless(text)}", file=sys.stderr)
     return client
 
 
@@ -254,8 +260,10 @@ def _line(client: ChatClient, r: Record, as_json: bool) -> str:
             "sender": r.sender, "sent_at_ms": r.ts, "text": r.text, "state": r.state, "mark": mark,
             "reason": r.reason or None, "mid": r.mid}, ensure_ascii=False)
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.ts / 1000)) if r.ts else "?"
-    glyph = {"verified": "✔", "unverified": "", "warning": " ⚠", "unreadable": " ✖"}[mark]
-    body = r.text if r.text is not None and r.state != "unreadable" else f"[{unreadable_text(r.reason)}: {r.reason}]"
+    glyph = {"verified": "✔", "unverified": "", "warning": " ⚠", "previous": " ↺ (signed by a previous key)",
+             "unreadable": " ✖"}[mark]
+    body = (r.text if r.text is not None and r.state != "unreadable"
+            else f"[{unreadable_text(r.reason, r.sender)}: {r.reason}]")
     title = harmless(client.titles.get(r.conversation, r.conversation))
     head = f"{when}  [{title}]  {harmless(r.sender)}{glyph}: "
     return head + harmless(body).replace("\n", "\n" + " " * 4)
@@ -335,7 +343,7 @@ async def _keys(args) -> int:
                   f"sign {fingerprint(new.sign_kid)}")
             return 0
         user = args.contact or client.username
-        if user not in client.contacts or args.action == "show":
+        if user not in client.contacts or args.action in ("show", "verify"):
             with contextlib.suppress(ClientError):
                 await client.fetch_keys(user)
         c = client.contacts.get(user)
@@ -345,26 +353,42 @@ async def _keys(args) -> int:
         if args.action == "accept":
             client.accept_key(user)
         elif args.action == "verify":
-            client.verify_contact(user)
-        c = client.contacts[user]
-        me = client.contacts[client.username]
-        print(f"{user}: {'verified' if c.verified else 'not verified'}")
-        print(f"  wrap key  {fingerprint(c.identity.wrap_kid)}")
-        print(f"  sign key  {fingerprint(c.identity.sign_kid)}")
-        if user != client.username:
-            print(f"  safety number with {client.username}: {safety_number(me.identity, c.identity)}")
-        if c.pending is not None:
-            evidence = {True: "signed by the old key", False: "NOT signed by the pinned key",
-                        None: "no rotation evidence"}[c.pending_signed_by_old]
-            print(f"  CHANGED ({evidence}); sending is blocked until you accept or verify:")
-            print(f"  new wrap  {fingerprint(c.pending.wrap_kid)}")
-            print(f"  new sign  {fingerprint(c.pending.sign_kid)}")
-            return EXIT_BLOCKED
-        return 0
+            if c.pending is not None and not args.compare:
+                print(f"e2ee-chat: {user}'s key changed and the new keys were not compared: nothing verified.\n"
+                      f"  compare the new safety number (e2ee-chat keys show {user}) with {user}, then:\n"
+                      f"  e2ee-chat keys verify {user} --compare \"<the number you both read>\"", file=sys.stderr)
+                return EXIT_BLOCKED
+            shown = client.compare(user, args.compare) if args.compare else None
+            client.verify_contact(user, shown=shown)
+        _show_contact(client, user)
+        return EXIT_BLOCKED if client.contacts[user].pending is not None else 0
     except E2EEError as exc:
         return _fail(exc)
     finally:
         await client.close()
+
+
+def _show_contact(client: ChatClient, user: str) -> None:
+    """Print a contact's keys; during a pending change, the NEW safety number to compare first."""
+    c, me = client.contacts[user], client.contacts[client.username]
+    print(f"{user}: {'verified' if c.verified else 'not verified'}")
+    if c.note:
+        print(f"  NOTE: {harmless(c.note)}")
+    print(f"  wrap key  {fingerprint(c.identity.wrap_kid)}")
+    print(f"  sign key  {fingerprint(c.identity.sign_kid)}")
+    if c.pending is None:
+        if user != client.username:
+            print(f"  safety number with {client.username}: {safety_number(me.identity, c.identity)}")
+        return
+    evidence = {True: "signed by the old key", False: "NOT signed by the pinned key",
+                None: "no rotation evidence"}[c.pending_signed_by_old]
+    shown = client.shown_key(user)
+    print(f"  CHANGED ({evidence}); sending is blocked until you accept or verify:")
+    print(f"  new wrap  {fingerprint(c.pending.wrap_kid)}")
+    print(f"  new sign  {fingerprint(c.pending.sign_kid)}")
+    print(f"  NEW safety number with {client.username} (compare this one): {shown.safety}")
+    print(f"  previous safety number (pinned, for reference): {shown.previous_safety}")
+    print(f"  new key ids: {kid_token(shown.kids)}")
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import random
 import secrets
 import time
@@ -35,22 +36,25 @@ import platformdirs
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 
-from shared import envelope, frames, rotation
-from shared.b64 import b64u_decode, b64u_encode
+from shared import envelope, frames
 from shared.errors import (
     AuthFailed,
     E2EEError,
     EnvelopeTooLarge,
     KeyAnswerMismatch,
-    SignatureInvalid,
     UnknownSenderKey,
 )
 from shared.keys import DEFAULT_RSA_BITS, Identity, PublicIdentity
 from shared.names import canonical_username
 
 from . import keystore, measure
+from .contacts import ContactChanged, Contacts, KeyChanged, KeyNotShown, LocalDataWarning, Shown
 from .history import History, Record, now_ms
-from .private import write_private
+from .rotate import Rotation, RotationNotSaved
+from .trust import Contact
+
+__all__ = ["ChatClient", "ClientError", "Contact", "ContactChanged", "KeyChangeBlocked", "KeyChanged", "KeyNotShown",
+           "LocalDataWarning", "RotationNotSaved", "Shown"]
 
 log = logging.getLogger("e2ee.client")
 REQUIRED_LEVEL = 4
@@ -172,20 +176,6 @@ class ConnectionState:
 
 
 @dataclass(frozen=True)
-class KeyChanged:
-    """``user`` serves other keys than the pinned ones; sending to them waits for a decision.
-
-    ``signed_by_old``: the relay's key history shows the new keys signed by the pinned signing
-    key (True), not (False: a substitution is possible), or could not tell (None).
-    """
-
-    user: str
-    old_kids: tuple[str, str]
-    new_kids: tuple[str, str]
-    signed_by_old: bool | None = None
-
-
-@dataclass(frozen=True)
 class RecordChanged:
     """A message record was added (``new``) or changed (state, seq, delivered_to ...)."""
 
@@ -200,13 +190,6 @@ class ConversationsChanged:
     conversation: str | None = None
     added: tuple[str, ...] = ()
     removed: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class ContactChanged:
-    """A contact was pinned, verified, or its key change accepted."""
-
-    user: str
 
 
 @dataclass(frozen=True)
@@ -225,40 +208,7 @@ class RttMeasured:
 
 
 Event = (MessageReceived | MessageUnreadable | MessageStored | Delivered | ConnectionState | KeyChanged
-         | RecordChanged | ConversationsChanged | ContactChanged | GapDetected | RttMeasured)
-
-
-@dataclass
-class Contact:
-    """A pinned contact (trust on first use).
-
-    Attributes:
-        identity: the pinned keys.
-        verified: the user compared the safety number and marked it verified.
-        pending: a changed key waiting for the user's decision (sending is blocked meanwhile).
-        previous: keys pinned before (still accepted on messages signed before a change).
-        changes: key-change events kept: ``{"at", "old", "new", "signed_by_old", "decision"}``.
-    """
-
-    identity: PublicIdentity
-    verified: bool = False
-    pending: PublicIdentity | None = None
-    previous: list[PublicIdentity] = field(default_factory=list)
-    changes: list[dict] = field(default_factory=list)
-    pending_signed_by_old: bool | None = None
-
-    def to_json(self) -> dict:
-        return {"identity": self.identity.to_json(), "verified": self.verified,
-                "pending": self.pending.to_json() if self.pending else None,
-                "pending_signed_by_old": self.pending_signed_by_old,
-                "previous": [p.to_json() for p in self.previous], "changes": self.changes}
-
-    @classmethod
-    def from_json(cls, doc: dict) -> Contact:
-        return cls(PublicIdentity.from_json(doc["identity"]), bool(doc.get("verified", False)),
-                   PublicIdentity.from_json(doc["pending"]) if doc.get("pending") else None,
-                   [PublicIdentity.from_json(p) for p in doc.get("previous", [])], list(doc.get("changes", [])),
-                   doc.get("pending_signed_by_old"))
+         | RecordChanged | ConversationsChanged | ContactChanged | GapDetected | RttMeasured | LocalDataWarning)
 
 
 def default_profile_root() -> Path:
@@ -286,7 +236,7 @@ class _Outgoing:
     reseals: int = 0
 
 
-class ChatClient:
+class ChatClient(Contacts, Rotation):
     """One account on one relay.
 
     Args:
@@ -312,7 +262,9 @@ class ChatClient:
         self.token_exp = 0
         self.hello: frames.Hello | None = None
         self.events: asyncio.Queue[Event] = asyncio.Queue()
-        self.contacts: dict[str, Contact] = {}
+        self.trust = None  # the sealed trust store (client_tui.trust), once the keystore is open
+        self._loose: dict[str, Contact] = {}
+        self.local_warnings: list[str] = []  # what was lost or damaged on this machine, in words
         self.members: dict[str, list[str]] = {}
         self.titles: dict[str, str] = {}
         self.unread: dict[str, int] = {}
@@ -332,6 +284,7 @@ class ChatClient:
         self._passphrase: str | None = None
         self._local_key = b""
         self._bundle: keystore.KeyBundle | None = None
+        self._keys_lock = asyncio.Lock()  # one rotation step at a time (client_tui.rotate)
         self._http = httpx2.AsyncClient(base_url=self.server_url, timeout=30)
         self._ws: ClientConnection | None = None
         self._reader: asyncio.Task | None = None
@@ -359,23 +312,10 @@ class ChatClient:
     def history_path(self) -> Path:
         return self.profile / "history.sqlite3"
 
-    def _load_contacts(self) -> None:
-        cpath = self.profile / "contacts.json"
-        if cpath.exists():
-            for name, c in json.loads(cpath.read_text()).items():
-                try:
-                    self.contacts[name] = Contact.from_json(c)
-                except (E2EEError, KeyError, TypeError) as exc:
-                    log.warning("contact %s in %s is damaged and was skipped: %s", name, cpath, exc)
-
-    def _save_state(self) -> None:
-        """Write the contacts (pinned keys, verified flags, key-change events), 0600, atomically."""
-        self.profile.mkdir(parents=True, exist_ok=True, mode=0o700)
-        write_private(self.profile / "contacts.json",
-                      json.dumps({n: c.to_json() for n, c in self.contacts.items()}, indent=1).encode())
-
-    async def _open_local(self, bundle: keystore.KeyBundle, passphrase: str) -> None:
-        """After the keystore opened: history cache, cursor and counters, contacts, outbox."""
+    async def _open_local(self, bundle: keystore.KeyBundle, passphrase: str, *, fresh: bool = False) -> None:
+        """After the keystore opened (``fresh``: just made): trust store, history cache, cursor and
+        counters, outbox."""
+        had_trust_key = bool(bundle.trust_key) and not fresh
         bundle = bundle.complete()
         if bundle.upgrade:  # an older keystore: it gains its missing keys and the normalised passphrase form
             await asyncio.to_thread(keystore.save_bundle, self.keystore_path, bundle, passphrase, self.kdf)
@@ -383,12 +323,18 @@ class ChatClient:
         self._passphrase = passphrase
         self._local_key = bundle.local_key
         self._bundle = bundle
-        self._load_contacts()
-        me = self.contacts.get(self.username)
-        if me is None or me.identity.wrap_kid != self.identity.wrap_kid:
-            self.contacts[self.username] = Contact(self.identity.public, verified=True)
+        self._open_trust(bundle.trust_key, existed=had_trust_key)
         if self.history is None:
+            missing = not self.history_path.exists() and self.trust.history_made
             self.history = await History.open(self.history_path, self._local_key)
+            lost = ("was damaged and set aside as " + self.history.set_aside.name if self.history.set_aside
+                    else "is missing" if missing else "")
+            if lost:
+                text = (f"Your message history on this machine ({self.history_path.name}) {lost}. Messages are "
+                        "fetched again from the relay; those it no longer keeps cannot be shown again.")
+                self.local_warnings.append(text)
+                await self.events.put(LocalDataWarning(text))
+            self.trust.history_made = True
         meta = await self.history.meta()
         legacy = self.profile / "state.json"
         if not meta and legacy.exists():  # cursor and counters of an older client
@@ -414,6 +360,7 @@ class ChatClient:
             if rec.mid:
                 self._outgoing_by_mid[rec.mid] = item
         self._save_state()
+        await self._retry_unreadable(("not_a_recipient", "unwrap_failed"))  # sealed to keys this session has
 
     def _meta(self) -> dict:
         s = self._state
@@ -467,8 +414,10 @@ class ChatClient:
             aside = self.profile.with_name(f"{self.username}.replaced-{int(time.time())}")
             log.warning("a profile for %s existed; moved to %s", self.username, aside)
             self.profile.rename(aside)
-        local_key = await asyncio.to_thread(keystore.save, self.keystore_path, identity, passphrase, self.kdf)
-        await self._open_local(keystore.KeyBundle(identity, local_key), passphrase)
+        bundle = keystore.KeyBundle(identity, os.urandom(keystore.LOCAL_KEY_BYTES), (),
+                                    os.urandom(keystore.LOCAL_KEY_BYTES))
+        await asyncio.to_thread(keystore.save_bundle, self.keystore_path, bundle, passphrase, self.kdf)
+        await self._open_local(bundle, passphrase, fresh=True)
         await self._login(password)
         return identity
 
@@ -481,7 +430,8 @@ class ChatClient:
         bundle = await asyncio.to_thread(keystore.load_bundle, self.keystore_path, passphrase)
         await self._open_local(bundle, passphrase)
         await self._login(password)
-        return bundle.identity
+        await self._finish_rotation()  # a rotation published before its keystore save failed
+        return self.identity
 
     async def _login(self, password: str) -> None:
         data = await self._request("POST", "/v1/token", {"username": self.username, "password": password},
@@ -510,133 +460,6 @@ class ChatClient:
                 await self._login(self._password)
         except httpx2.HTTPError:
             pass
-
-    async def fetch_keys(self, user: str) -> PublicIdentity:
-        """Fetch ``user``'s published keys and pin them on first use.
-
-        A key that differs from the pinned one is kept as ``pending`` and emits
-        :class:`KeyChanged`; sending to that user is then blocked until :meth:`accept_key`.
-
-        Raises:
-            ClientError: ``not_found`` (no such user or no key published), relay errors.
-        """
-        ident = await self._fetch_identity(user)
-        self._key_fetched_at[ident.username] = time.monotonic()
-        contact = self.contacts.get(ident.username)
-        if contact is None:
-            self.contacts[ident.username] = Contact(ident)
-            self._save_state()
-            await self.events.put(ContactChanged(ident.username))
-        elif (contact.identity.wrap_kid, contact.identity.sign_kid) == (ident.wrap_kid, ident.sign_kid):
-            if contact.pending is not None:  # the relay serves the pinned key again
-                contact.pending = None
-                self._save_state()
-                await self.events.put(ContactChanged(ident.username))
-        elif contact.pending is None or (contact.pending.wrap_kid, contact.pending.sign_kid) != (
-                ident.wrap_kid, ident.sign_kid):
-            if ident.username == self.username and self.identity is not None:
-                log.warning("the relay serves other keys for me (%s…) than mine (%s…)", ident.wrap_kid[:8],
-                            contact.identity.wrap_kid[:8])
-                return contact.identity
-            signed = await self._rotation_evidence(contact.identity, ident)
-            contact.pending, contact.pending_signed_by_old = ident, signed
-            old = (contact.identity.wrap_kid, contact.identity.sign_kid)
-            new = (ident.wrap_kid, ident.sign_kid)
-            contact.changes.append({"at": now_ms(), "old": list(old), "new": list(new), "signed_by_old": signed,
-                                    "decision": None})
-            self._save_state()
-            log.warning("key change for %s: pinned %s…, relay serves %s… (signed by old key: %s)",
-                        ident.username, old[0][:8], new[0][:8], signed)
-            await self.events.put(KeyChanged(ident.username, old, new, signed))
-        return self.contacts[ident.username].identity
-
-    async def _fetch_identity(self, user: str) -> PublicIdentity:
-        """``user``'s current keys as the relay answers them, for exactly that (canonical) name.
-
-        Raises:
-            InvalidRequest: ``user`` is not a valid username.  KeyAnswerMismatch: the answer names
-            someone else.  KeyInvalid: an unacceptable key.  ClientError: relay errors.
-        """
-        user = canonical_username(user)
-        doc = await self._request("GET", f"/v1/users/{user}/keys")
-        named = doc.get("username") if isinstance(doc, dict) else None
-        if named != user:
-            log.warning("key answer for %s names %r: refused, nothing pinned", user, str(named)[:40])
-            raise KeyAnswerMismatch(f"the relay answered a key fetch for {user} with the keys of "
-                                    f"{str(named)[:40]!r}: refused, nothing pinned", field="username")
-        return PublicIdentity.from_json(doc)
-
-    async def _rotation_evidence(self, pinned: PublicIdentity, new: PublicIdentity) -> bool | None:
-        """Is there a chain of rotation signatures from the pinned signing key to ``new``?"""
-        try:
-            doc = await self._request("GET", f"/v1/users/{new.username}/keys/history")
-            chain = [PublicIdentity.from_json(k) for k in doc["keys"]]
-            sigs = [k.get("rotation_sig") for k in doc["keys"]]
-        except (ClientError, E2EEError, KeyError, TypeError):
-            return None
-        kids = [(k.wrap_kid, k.sign_kid) for k in chain]
-        try:
-            start = kids.index((pinned.wrap_kid, pinned.sign_kid))
-            end = kids.index((new.wrap_kid, new.sign_kid))
-        except ValueError:
-            return False
-        if end <= start:
-            return False
-        try:
-            for i in range(start + 1, end + 1):
-                if not sigs[i]:
-                    return False
-                rotation.verify(chain[i - 1].sign_key, chain[i].wrap_kid, chain[i].sign_kid,
-                                b64u_decode(sigs[i], "rotation_sig"))
-        except (SignatureInvalid, E2EEError):
-            return False
-        return True
-
-    def _decide(self, user: str, decision: str) -> None:
-        user = canonical_username(user)
-        contact = self.contacts[user]
-        if contact.pending is not None:
-            contact.previous.append(contact.identity)
-            contact.identity, contact.pending = contact.pending, None
-            contact.pending_signed_by_old = None
-            contact.verified = decision == "verified"
-            for ch in contact.changes:
-                if ch.get("decision") is None:
-                    ch["decision"] = decision
-                    ch["decided_at"] = now_ms()
-        elif decision == "verified":
-            contact.verified = True
-        self._save_state()
-        self.events.put_nowait(ContactChanged(user))
-        with contextlib.suppress(RuntimeError):  # no running loop: nothing queued to unblock
-            self._spawn(self._unblock())
-
-    def accept_key(self, user: str) -> None:
-        """Accept ``user``'s changed key: it becomes the pinned key (unverified); blocked
-        messages to conversations with them are sealed again and sent."""
-        self._decide(user, "accepted")
-
-    def verify_contact(self, user: str) -> None:
-        """Mark ``user``'s pinned key verified (after comparing the safety number); a pending
-        change is accepted as verified (the user compared the new key)."""
-        self._decide(user, "verified")
-
-    def blocked_by(self, conversation: str) -> list[str]:
-        """Members of ``conversation`` whose key change waits for the user's decision."""
-        return [u for u in self.members.get(conversation, []) if u in self.contacts and self.contacts[u].pending]
-
-    def mark(self, record: Record) -> str:
-        """How to show a record's sender: ``verified`` | ``unverified`` | ``warning`` | ``unreadable``."""
-        if record.state == "unreadable":
-            return "unreadable"
-        if record.info.get("warning"):
-            return "warning"
-        contact = self.contacts.get(record.sender)
-        if contact is None:
-            return "unverified"
-        if contact.pending is not None and record.info.get("skid") == contact.pending.sign_kid:
-            return "warning"
-        return "verified" if contact.verified else "unverified"
 
     # -- conversations --------------------------------------------------------------------------------
     async def create_conversation(self, title: str, members: list[str]) -> str:
@@ -716,35 +539,6 @@ class ChatClient:
             self.unread[conversation] = 0
             if self.history is not None:
                 self._spawn(self.history.set_unread(conversation, 0))
-
-    async def rotate_keys(self, passphrase: str | None = None, bits: int | None = None) -> Identity:
-        """Generate new keys (in a thread), publish them signed by the current signing key, and
-        keep the old pair in the keystore (``retired``) to open messages sealed to it.
-
-        Raises:
-            ClientError: the relay refused; keystore.WrongPassphrase.
-        """
-        assert self.identity is not None
-        passphrase = passphrase or self._passphrase
-        if not passphrase:
-            raise keystore.KeystoreError("the passphrase is needed to save new keys", field="passphrase")
-        old = self.identity
-        new = await asyncio.to_thread(Identity.generate, self.username, bits or old.wrap_private.key_size)
-        sig = rotation.sign(old.sign_private, new.wrap_kid, new.sign_kid)
-        pub = new.public.to_json()
-        await self._request("POST", "/v1/keys/rotate", {
-            "wrap_key": pub["wrap_key"], "sign_key": pub["sign_key"], "signature": b64u_encode(sig)})
-        retired = (old, *self.retired)
-        await asyncio.to_thread(keystore.save, self.keystore_path, new, passphrase, self.kdf,
-                                local_key=self._local_key, retired=retired,
-                                trust_key=self._bundle.trust_key if self._bundle else None)
-        self.identity, self.retired = new, retired
-        me = self.contacts.get(self.username)
-        self.contacts[self.username] = Contact(new.public, verified=True,
-                                               previous=[*(me.previous if me else []), old.public])
-        self._save_state()
-        await self.events.put(ContactChanged(self.username))
-        return new
 
     # -- websocket ------------------------------------------------------------------------------------
     @property
@@ -1034,8 +828,11 @@ class ChatClient:
                 self.rtt_ms = (time.perf_counter() - sent) * 1000
                 await self.events.put(RttMeasured(self.rtt_ms))
         elif isinstance(frame, frames.Event):
-            if frame.kind == "key_changed" and frame.user and frame.user != self.username:
-                self._spawn(self.fetch_keys(frame.user))
+            if frame.kind == "key_changed" and frame.user == self.username:
+                await self._own_keys_changed()  # before the messages that follow: they may be sealed to new keys
+            elif frame.kind == "key_changed" and frame.user:
+                with contextlib.suppress(E2EEError):  # judged before the messages that follow the event
+                    await self.fetch_keys(frame.user)
             elif frame.kind == "members_changed":
                 self._spawn(self.refresh_conversations())
         elif isinstance(frame, frames.Error):
@@ -1072,28 +869,18 @@ class ChatClient:
     # -- receiving ------------------------------------------------------------------------------------
     def _my_identity_for(self, rkids: list[str]) -> Identity:
         assert self.identity is not None
-        for ident in (self.identity, *self.retired):
+        for ident in self._my_identities():
             if ident.wrap_kid in rkids:
                 return ident
         return self.identity  # open() names the error: not_a_recipient
 
-    async def _sender_key(self, user: str, skid: str):
-        """The key that verifies ``user``'s envelope signed with ``skid``, and a warning if the
-        key is one the user has not accepted yet."""
+    async def _sender_key(self, user: str, skid: str, seq: int | None = None):
+        """The key that verifies ``user``'s envelope signed with ``skid`` (stored at ``seq``), and a
+        warning (see :meth:`pinned_sign_key`); an unknown key id fetches ``user``'s keys once."""
         for attempt in (1, 2):
-            contact = self.contacts.get(user)
-            if contact is not None:
-                if contact.identity.sign_kid == skid:
-                    return contact.identity.sign_key, ""
-                if contact.pending is not None and contact.pending.sign_kid == skid:
-                    return contact.pending.sign_key, "key_not_accepted"
-                for prev in reversed(contact.previous):
-                    if prev.sign_kid == skid:
-                        return prev.sign_key, ""
-            if user == self.username and self.identity is not None:
-                for ident in self.retired:
-                    if ident.sign_kid == skid:
-                        return ident.sign_private.public_key(), ""
+            found = self.pinned_sign_key(user, skid, seq)
+            if found is not None:
+                return found
             fetched = self._key_fetched_at.get(user)
             if attempt == 2 or (fetched is not None and time.monotonic() - fetched < KEY_REFETCH_S):
                 break
@@ -1126,7 +913,7 @@ class ChatClient:
             if frame.conversation not in self.members:
                 self._spawn(self.refresh_conversations())
             try:
-                sign_key, warning = await self._sender_key(h.snd, h.skid)
+                sign_key, warning = await self._sender_key(h.snd, h.skid, frame.seq)
                 me = self._my_identity_for(h.rkids)
                 opened, timings = await asyncio.to_thread(
                     measure.open_, parsed, me, sign_key, conversation=frame.conversation, sender=frame.sender)

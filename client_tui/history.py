@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import sqlite3
 import time
@@ -27,7 +28,7 @@ from typing import Any
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from .private import ensure_private
+from .private import ensure_private, set_aside
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS messages (
@@ -115,11 +116,24 @@ class History:
         self._aead = AESGCM(key)
         self._exec = ThreadPoolExecutor(max_workers=1, thread_name_prefix="history")
         self._db: sqlite3.Connection | None = None
+        self.set_aside: Path | None = None
 
     @classmethod
     async def open(cls, path: Path, key: bytes) -> History:
+        """Open (or create, 0600) the cache at ``path``. A file SQLite cannot read is renamed aside
+        (``history.sqlite3.damaged-<time>``, with its ``-wal``/``-shm``), never overwritten, and a
+        new cache is started; ``set_aside`` then names where the old one went."""
         h = cls(path, key)
-        await h._call(h._open)
+        try:
+            await h._call(h._open)
+        except sqlite3.DatabaseError as exc:
+            if h._db is not None:
+                await h._call(h._db.close)
+                h._db = None
+            h.set_aside = set_aside(h.path, "damaged", ("-wal", "-shm"))
+            logging.getLogger("e2ee.client").warning("history cache damaged (%s): set aside as %s", exc,
+                                                     h.set_aside.name)
+            await h._call(h._open)
         return h
 
     async def _call(self, fn, *args):
@@ -128,10 +142,15 @@ class History:
     def _open(self) -> None:
         ensure_private(self.path)
         db = sqlite3.connect(self.path, isolation_level=None)
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=NORMAL")
-        db.execute("PRAGMA busy_timeout=5000")
-        db.executescript(SCHEMA)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("PRAGMA busy_timeout=5000")
+            db.executescript(SCHEMA)
+            db.execute("SELECT count(*) FROM messages").fetchone()
+        except sqlite3.DatabaseError:
+            db.close()
+            raise
         self._db = db
 
     async def close(self) -> None:
@@ -279,6 +298,14 @@ class History:
         """My messages not stored by the relay yet, in the order they were written."""
         marks = ",".join("?" * len(OUTGOING_STATES))
         return await self._call(self._select, f"state IN ({marks})", OUTGOING_STATES)
+
+    async def unreadable(self, reasons: tuple[str, ...], sender: str | None = None) -> list[Record]:
+        """Messages that did not open for one of ``reasons`` (optionally only ``sender``'s), oldest first."""
+        where = f"state='unreadable' AND reason IN ({','.join('?' * len(reasons))})"
+        args = tuple(reasons)
+        if sender is not None:
+            where, args = where + " AND sender=?", (*args, sender)
+        return await self._call(self._select, where, args)
 
     async def by_seq(self, seq: int) -> Record | None:
         rows = await self._call(self._select, "seq=?", (seq,))

@@ -14,7 +14,7 @@ from shared.errors import E2EEError
 
 from .display import shorten
 from .history import Record
-from .safe import plain
+from .safe import one_line, plain
 
 UNREADABLE_TEXT = {
     "not_a_recipient": "a message you cannot read (it was not encrypted for your key)",
@@ -32,6 +32,10 @@ REASON_WORDS = {
     "decryption_failed": "its encrypted text fails the integrity check: it was changed on the way",
     "unwrap_failed": "the message key encrypted for you is damaged, or was not made for your key",
     "not_a_recipient": "it was not encrypted for your key",
+    "retired_sender_key": "it is signed by a key its sender replaced, and the relay stored it after the "
+                          "replacement: a stolen or leaked old key, not the sender",
+    "key_change_unreviewed": "it is signed by a new key of the sender that their previous key did not sign: "
+                             "review the key change (Ctrl+K) to read it",
     "recipient_list_invalid": "its list of recipients was changed after it was signed",
     "recipient_duplicated": "its list of recipients names one key twice",
     "unsupported_algorithm": "it uses a format or an algorithm this client does not accept",
@@ -43,8 +47,11 @@ REASON_WORDS = {
 }
 
 
-def unreadable_text(reason: str) -> str:
-    """The message list's line for a message that did not open ("could not verify")."""
+def unreadable_text(reason: str, sender: str | None = None) -> str:
+    """The message list's line for a message that did not open ("could not verify"); a message
+    held back by a key change names the sender: "bob's key changed: review it to read this"."""
+    if reason == "key_change_unreviewed":
+        return f"{one_line(sender) if sender else 'the sender'}'s key changed: review it to read this"
     return UNREADABLE_TEXT.get(reason, "could not verify")
 
 

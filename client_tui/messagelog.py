@@ -37,6 +37,7 @@ MARK_GLYPH = {
     "verified": ("✔", "bold green"),
     "unverified": ("·", "dim"),
     "warning": ("⚠", "bold yellow"),
+    "previous": ("↺ signed by a previous key", "yellow"),
     "unreadable": ("✖", "bold red"),
 }
 @dataclass
@@ -292,7 +293,7 @@ class MessageLog(ScrollView, can_focus=True):
         prefix.append(" ")
         indent = min(prefix.cell_len, width // 3)
         if r.state == "unreadable" or r.text is None:
-            body = Text(unreadable_text(r.reason), style=self._style("messagelog--unreadable"))
+            body = Text(unreadable_text(r.reason, r.sender), style=self._style("messagelog--unreadable"))
         else:
             body = Text(harmless(r.text))
         if r.sender == self.me and r.state in STATE_GLYPH:

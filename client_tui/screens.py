@@ -20,7 +20,7 @@ from shared.errors import E2EEError, InvalidRequest
 from shared.keys import fingerprint, safety_number
 from shared.names import canonical_username
 
-from .core import ChatClient
+from .core import ChatClient, KeyNotShown
 from .safe import one_line, plain, toast
 
 if TYPE_CHECKING:
@@ -186,6 +186,7 @@ class ContactScreen(ModalScreen[None]):
     def refresh_body(self) -> None:
         c = self.client.contacts.get(self.user)
         me = self.client.contacts.get(self.client.username)
+        self.shown = self.client.shown_key(self.user)  # the keys whose number is on screen: what a decision names
         parts = []
         if c is None:
             parts.append(plain(f"{self.user}: no keys fetched yet", "dim"))
@@ -204,7 +205,9 @@ class ContactScreen(ModalScreen[None]):
             keys.add_row(f"wrap key RSA-{c.identity.wrap_key.key_size}", _fp(c.identity.wrap_kid))
             keys.add_row("sign key Ed25519", _fp(c.identity.sign_kid))
             parts.append(keys)
-            if me is not None and self.user != self.client.username:
+            if c.note:
+                parts.append(plain(f"⚠ {c.note}", "bold yellow"))
+            if me is not None and self.user != self.client.username and c.pending is None:
                 parts.append(plain(f"\nsafety number of {self.client.username} and {one_line(self.user)}", "bold"))
                 parts.append(Text(_safety(safety_number(me.identity, c.identity)), style="bold cyan"))
                 parts.append(Text("Compare it with them in person or on a call: both screens show the same "
@@ -226,8 +229,13 @@ class ContactScreen(ModalScreen[None]):
                 change.add_row("new sign key", _fp(p.sign_kid))
                 parts.append(change)
                 if me is not None:
-                    parts.append(Text("new safety number", style="bold"))
-                    parts.append(Text(_safety(safety_number(me.identity, p)), style="cyan"))
+                    parts.append(plain(f"\nnew safety number of {self.client.username} and {one_line(self.user)}: "
+                                       "compare THIS one", "bold"))
+                    parts.append(Text(_safety(safety_number(me.identity, p)), style="bold cyan"))
+                    parts.append(Text("Mark verified pins exactly these new keys as verified, if they are still "
+                                      "the ones pending when you press it. Previous (pinned) number, for "
+                                      "reference only:", style="dim"))
+                    parts.append(Text(_safety(safety_number(me.identity, c.identity)), style="dim"))
             if c.changes:
                 hist = Text("\nkey changes seen\n", style="bold")
                 for ch in c.changes:
@@ -253,17 +261,24 @@ class ContactScreen(ModalScreen[None]):
     @on(Button.Pressed, "#accept")
     def action_accept(self) -> None:
         c = self.client.contacts.get(self.user)
-        if c is not None and c.pending is not None:
-            self.client.accept_key(self.user)
-            toast(self.app, f"{self.user}'s new key accepted (not verified)", severity="warning")
-            self.refresh_body()
+        if c is not None and c.pending is not None and self.shown is not None:
+            self._decide(self.client.accept_key, f"{self.user}'s new key accepted (not verified)", "warning")
 
     @on(Button.Pressed, "#verify")
     def action_verify(self) -> None:
-        if self.user in self.client.contacts and self.user != self.client.username:
-            self.client.verify_contact(self.user)
-            toast(self.app, f"{self.user} marked verified")
-            self.refresh_body()
+        if self.user in self.client.contacts and self.user != self.client.username and self.shown is not None:
+            self._decide(self.client.verify_contact, f"{self.user} marked verified", "information")
+
+    def _decide(self, decide, done: str, severity: str) -> None:
+        """Apply a decision to exactly the keys that were on screen; if they changed meanwhile,
+        nothing is decided and the dialog shows the keys now pending."""
+        try:
+            decide(self.user, shown=self.shown.kids)
+        except KeyNotShown as exc:
+            toast(self.app, exc.message, title="nothing decided", severity="error", timeout=15)
+        else:
+            toast(self.app, done, severity=severity)
+        self.refresh_body()
 
 
 class HelpScreen(ModalScreen[None]):

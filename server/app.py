@@ -68,7 +68,8 @@ class MembersBody(msgspec.Struct, forbid_unknown_fields=True):
 class RotateBody(msgspec.Struct, forbid_unknown_fields=True):
     wrap_key: str  # b64url SPKI DER
     sign_key: str  # b64url SPKI DER
-    signature: str  # b64url Ed25519 by the current signing key over shared.rotation.statement()
+    counter: int  # this rotation's place in the user's chain: 1 for the first (shared.rotation, v2)
+    signature: str  # b64url Ed25519 by the current signing key over shared.rotation.Rotation(...).statement()
 
 
 _STATUS = {
@@ -269,7 +270,8 @@ async def user_keys(request: Request) -> Response:
 @handler
 async def user_key_history(request: Request) -> Response:
     """Every key the user published, oldest first, each with the rotation signature (b64url or null)
-    made by the signing key before it."""
+    made by the signing key before it, the statement's version, its counter (the row's index) and
+    ``published_seq`` (the highest message seq stored when it was published; null for first keys)."""
     claims = _claims(request)
     st = _state(request)
     st.limits.key_fetches.check(claims.sub)
@@ -280,31 +282,43 @@ async def user_key_history(request: Request) -> Response:
         raise NotFound(f"no user {username!r}", field="username")
     return _json({"username": username, "keys": [
         {**_key_json(username, r), "current": r.current, "created_at_ms": r.created_at_ms,
-         "rotation_sig": b64u_encode(r.rotation_sig) if r.rotation_sig else None} for r in rows]})
+         "rotation_sig": b64u_encode(r.rotation_sig) if r.rotation_sig else None,
+         "rotation_v": r.rotation_v if r.rotation_sig else None, "counter": i,
+         "published_seq": r.published_seq} for i, r in enumerate(rows)]})
 
 
 @handler
 async def rotate_keys(request: Request) -> Response:
-    """Publish new keys, signed by the current signing key; members are told by a key_changed event."""
+    """Publish new keys under a v2 rotation statement (shared.rotation) signed by the current
+    signing key, naming the user, the current key ids and the next counter; members are told by a
+    key_changed event. Answers the ``published_seq`` recorded with the new keys."""
     claims = _claims(request)
     st = _state(request)
     body = await _body(request, RotateBody)
     new = await _load_keys(body, claims.sub)
     async with st.sessions() as session:
-        old = await store.current_keys(session, claims.sub)
+        history = await store.key_history(session, claims.sub)
         user = await store.get_user(session, claims.sub)
-    old_sign = keys.load_signing_public_key(old.sign_key, claims.sub)
+    old = next((r for r in history if r.current), None)
+    if user is None or old is None:
+        raise NotFound(f"{claims.sub} has no keys to rotate", field="wrap_key")
+    if body.counter != len(history):
+        raise Conflict(f"rotation counter {body.counter}: the next one is {len(history)}", field="counter")
+    statement = rotation.Rotation(claims.sub, (old.wrap_kid, old.sign_kid), (new.wrap_kid, new.sign_kid), body.counter)
     sig = b64u_decode(body.signature, "signature")
-    rotation.verify(old_sign, new.wrap_kid, new.sign_kid, sig)
+    rotation.verify(keys.load_signing_public_key(old.sign_key, claims.sub), statement, sig)
     st.relay.forget_members()
-    await st.writer.run(store.rotate_keys(user.id, new.wrap_kid, keys.spki_der(new.wrap_key), new.sign_kid,
-                                          keys.spki_der(new.sign_key), sig))
+    published = await st.writer.run(store.rotate_keys(
+        user.id, new.wrap_kid, keys.spki_der(new.wrap_key), new.sign_kid, keys.spki_der(new.sign_key), sig,
+        old_wrap_kid=old.wrap_kid, counter=body.counter))
     async with st.sessions() as session:
         peers = await store.peers_of(session, user.id)
     st.relay.forget_members()
     st.relay.notify(peers, frames.Event("key_changed", user=claims.sub))
-    log.info("keys rotated user=%s peers=%d", claims.sub, len(peers))
-    return _json({"wrap_kid": new.wrap_kid, "sign_kid": new.sign_kid})
+    log.info("keys rotated user=%s counter=%d published_seq=%d peers=%d", claims.sub, body.counter, published,
+             len(peers))
+    return _json({"wrap_kid": new.wrap_kid, "sign_kid": new.sign_kid, "counter": body.counter,
+                  "published_seq": published})
 
 
 @handler

@@ -61,6 +61,12 @@ class UserKey(Base):
     # Ed25519 signature by the previous signing key over "e2ee-chat/v1/rotate.<wrap_kid>.<sign_kid>";
     # None for a user's first keys.
     rotation_sig: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
+    # Which statement rotation_sig signs: 1 (legacy, new key ids only) or 2 (shared.rotation: user, old and
+    # new key ids, counter); None for a user's first keys.
+    rotation_v: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # The highest message seq stored when these keys were published (None for first keys): the keys before
+    # them count only on messages stored up to it.
+    published_seq: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
 
 
 class Conversation(Base):

@@ -28,6 +28,10 @@ Modes (``MODE`` or ``MODE:ARG``; each attack is logged as a warning naming seq, 
 ``key-mid[:USER]``   the first fetch of each (requester, user) pair answers the real keys, later ones USER's
 ``key-name[:USER]``  every key fetch for another user answers USER's keys under USER's own name (the answer
                 names someone other than the user asked for)
+``key-swap[:A,B]``   substitution at the moment of verifying: the first fetch of each (requester, user) pair
+                answers the real keys, the second A's, every later one B's (default ``mallory,carol``)
+``key-retired``  once a user has rotated, the first fetch of their current keys by each requester answers
+                them, every later one the user's oldest (retired) keys: a rollback
 ``lose-ack``    the first ``stored`` answer to each user is withheld and its connection closed (1012),
                 as if the ack was lost in transit; the client's retry gets the original seq
 ``crash[:SEQ]``  the relay SIGKILLs itself when about to deliver message SEQ (default 1): after the commit,
@@ -61,12 +65,13 @@ log = logging.getLogger("e2ee.relay.hostile")
 MODES = {
     "replay": "1", "reorder": None, "drop": "3", "duplicate": None, "move": None, "sender": None,
     "sender-header": None, "strip": "", "swap": None, "header": None, "tag": None, "key-first": "mallory",
-    "key-mid": "mallory", "key-name": "mallory", "lose-ack": None, "crash": "1",
+    "key-mid": "mallory", "key-name": "mallory", "key-swap": "mallory,carol", "key-retired": None,
+    "lose-ack": None, "crash": "1",
 }
 """Every mode and its default argument (None: takes no argument)."""
 
-KEY_MODES = ("key-first", "key-mid", "key-name")
-DB_MODES = ("move", "sender", "sender-header", "strip")
+KEY_MODES = ("key-first", "key-mid", "key-name", "key-swap", "key-retired")
+DB_MODES = ("move", "sender", "sender-header", "strip", "key-retired")
 CLOSE_LOST = 1012
 DAY_MS = 86_400_000
 _KEYS_PATH = re.compile(r"^/v1/users/([^/]+)/keys$")
@@ -181,6 +186,16 @@ class _Directory:
             "SELECT c.id FROM conversations c JOIN members m ON m.conversation_id = c.id "
             "JOIN users u ON u.id = m.user_id WHERE u.username = ? ORDER BY c.created_at_ms DESC, c.id", user)]
 
+    def oldest_keys(self, user: str) -> tuple[str, bytes, bytes, str, str] | None:
+        """``(current wrap_kid, oldest wrap SPKI, oldest sign SPKI, oldest wrap_kid, oldest sign_kid)`` of a
+        user who has rotated at least once, else None."""
+        rows = self._rows("SELECT k.wrap_kid, k.wrap_key, k.sign_key, k.sign_kid, k.current FROM user_keys k "
+                          "JOIN users u ON u.id = k.user_id WHERE u.username = ? ORDER BY k.id", user)
+        current = [r[0] for r in rows if r[4]]
+        if len(rows) < 2 or not current:
+            return None
+        return current[0], rows[0][1], rows[0][2], rows[0][0], rows[0][3]
+
     def kids(self, user: str) -> tuple[str, str] | None:
         """``(wrap_kid, sign_kid)`` of the user's current keys."""
         rows = self._rows("SELECT k.wrap_kid, k.sign_kid FROM user_keys k JOIN users u ON u.id = k.user_id "
@@ -213,7 +228,7 @@ class HostileRelay:
         self.app = app
         self.attacks = 0
         self._seen: dict[tuple[str, str, int], tuple[int, str, bytes]] = {}  # (cid, snd, ctr) -> frame
-        self._fetched: set[tuple[str, str]] = set()
+        self._fetched: dict[tuple[str, str], int] = {}
         self._acks_lost: set[str] = set()
         self._dir: _Directory | None = None
         if self.mode in DB_MODES:
@@ -364,7 +379,7 @@ class HostileRelay:
     def _key_first(self, wire, frame, raw, h, ctr, snd, text):
         return [text]
 
-    _key_mid = _key_name = _key_first
+    _key_mid = _key_name = _key_swap = _key_retired = _key_first
 
     def _lose_ack(self, wire, frame, raw, h, ctr, snd, text):
         return [text]
@@ -383,12 +398,16 @@ class HostileRelay:
         """Answer a key fetch, possibly with the substitute's keys under the asked name."""
         status, headers, body = await self._call(scope, receive)
         requester = _token_subject(scope)
-        substitute = self.arg
-        if status == 200 and username not in (requester, substitute):
+        answer = body
+        if status != 200 or username == requester:
+            pass
+        elif self.mode == "key-retired":
+            answer = self._retired(requester, username, body)
+        elif username not in self.arg.split(","):
             pair = (requester, username)
-            first = pair not in self._fetched
-            self._fetched.add(pair)
-            if self.mode in ("key-first", "key-name") or not first:
+            n = self._fetched[pair] = self._fetched.get(pair, 0) + 1
+            substitute = self.arg.split(",")[0 if n == 2 else -1]
+            if self.mode in ("key-first", "key-name") or n > 1:
                 path = f"/v1/users/{substitute}/keys"
                 sub_scope = {**scope, "path": path, "raw_path": path.encode()}
                 s_status, _, s_body = await self._call(sub_scope, _empty_receive)
@@ -396,12 +415,28 @@ class HostileRelay:
                     doc = json.loads(s_body)
                     if self.mode != "key-name":  # key-name: the answer keeps the substitute's own name
                         doc["username"] = json.loads(body)["username"]
-                    body = json.dumps(doc).encode()
-                    headers = [(k, v) for k, v in headers if k.lower() != b"content-length"]
-                    headers.append((b"content-length", str(len(body)).encode()))
+                    answer = json.dumps(doc).encode()
                     self._attack("served %s's keys as %s's to %s", substitute, username, requester)
+        if answer is not body:
+            body = answer
+            headers = [(k, v) for k, v in headers if k.lower() != b"content-length"]
+            headers.append((b"content-length", str(len(body)).encode()))
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
+
+    def _retired(self, requester: str, username: str, body: bytes) -> bytes:
+        oldest = self._dir.oldest_keys(username)
+        if oldest is None:
+            return body
+        seen = (requester, username, oldest[0])
+        if seen not in self._fetched:
+            self._fetched[seen] = 1
+            return body
+        doc = json.loads(body)
+        doc.update(wrap_key=b64u_encode(oldest[1]), sign_key=b64u_encode(oldest[2]), wrap_kid=oldest[3],
+                   sign_kid=oldest[4])
+        self._attack("served %s's retired keys to %s", username, requester)
+        return json.dumps(doc).encode()
 
     async def _call(self, scope, receive) -> tuple[int, list, bytes]:
         out: dict = {"status": 500, "headers": [], "body": b""}

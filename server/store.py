@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, bindparam, insert, select, tuple_, update
+from sqlalchemy import and_, bindparam, func, insert, select, tuple_, update
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
@@ -319,22 +319,32 @@ def _chunks(seq: list, n: int):
 
 
 def rotate_keys(
-    user_id: int, wrap_kid: str, wrap_der: bytes, sign_kid: str, sign_der: bytes, rotation_sig: bytes
-) -> Callable[[Session], None]:
-    """A write op replacing ``user_id``'s current keys (history is kept).
+    user_id: int, wrap_kid: str, wrap_der: bytes, sign_kid: str, sign_der: bytes, rotation_sig: bytes,
+    *, old_wrap_kid: str, counter: int,
+) -> Callable[[Session], int]:
+    """A write op replacing ``user_id``'s current keys with a v2-signed rotation (history is kept);
+    returns the ``published_seq`` recorded: the highest message seq stored at that moment (the
+    writer serialises writes, so every message at or below it was stored before the rotation).
 
     Raises (when run):
-        Conflict: the new wrap key is already registered.
+        Conflict: the new wrap key is already registered, or the current keys or the number of
+            keys changed since the statement was checked (a concurrent rotation).
     """
 
-    def op(s: Session) -> None:
+    def op(s: Session) -> int:
         if s.execute(select(UserKey.id).where(UserKey.wrap_kid == wrap_kid)).first():
             raise Conflict("this wrap key is already registered", field="wrap_key")
+        rows = s.execute(select(UserKey.wrap_kid, UserKey.current).where(UserKey.user_id == user_id)).all()
+        if len(rows) != counter or [k for k, cur in rows if cur] != [old_wrap_kid]:
+            raise Conflict("the keys changed while this rotation was checked: fetch them and sign again",
+                           field="counter")
+        published = s.execute(select(func.coalesce(func.max(Message.seq), 0))).scalar_one()
         s.execute(update(UserKey).where(UserKey.user_id == user_id).values(current=False))
         s.add(UserKey(
             user_id=user_id, wrap_kid=wrap_kid, wrap_key=wrap_der, sign_kid=sign_kid, sign_key=sign_der,
-            current=True, created_at_ms=now_ms(), rotation_sig=rotation_sig,
+            current=True, created_at_ms=now_ms(), rotation_sig=rotation_sig, rotation_v=2, published_seq=published,
         ))
+        return int(published)
 
     return op
 

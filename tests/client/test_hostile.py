@@ -6,16 +6,19 @@ from __future__ import annotations
 import json
 
 import httpx2
+import pytest
 
 from client_tui.core import (
     ContactChanged,
     GapDetected,
     KeyChangeBlocked,
     KeyChanged,
+    KeyNotShown,
     MessageReceived,
     MessageUnreadable,
     RecordChanged,
 )
+from client_tui.widgets import unreadable_text
 from shared import envelope
 from shared.b64 import b64u_decode, b64u_encode
 from shared.keys import Identity, PublicIdentity
@@ -138,10 +141,11 @@ async def test_k06_substituted_key_mid_conversation_warns_and_blocks_sending(off
     assert change.old_kids == (real.wrap_kid, real.sign_kid)
     assert change.new_kids == (fake.wrap_kid, fake.sign_kid)
     assert change.signed_by_old is False
-    (msg,) = [e for e in events if isinstance(e, MessageReceived) and e.counter == 2]
-    assert msg.warning == "key_not_accepted"
-    rec = [e.record for e in events if isinstance(e, RecordChanged)][-1]
-    assert bob.mark(rec) == "warning"
+    # text signed by a key the pinned key did not sign is held back, never shown as alice's (issue 12)
+    assert not [e for e in events if isinstance(e, MessageReceived) and e.counter == 2]
+    held = [e.record for e in events if isinstance(e, RecordChanged)][-1]
+    assert (held.state, held.reason, held.text) == ("unreadable", "key_change_unreviewed", None)
+    assert unreadable_text(held.reason, held.sender) == "alice's key changed: review it to read this"
     assert bob.blocked_by("conv-1") == ["alice"]
     try:
         await bob.recipients_for("conv-1")
@@ -150,11 +154,18 @@ async def test_k06_substituted_key_mid_conversation_warns_and_blocks_sending(off
     else:
         raise AssertionError("sending was not blocked")
     assert bob.contacts["alice"].changes[-1]["decision"] is None
-    bob.verify_contact("alice")  # the user compared the new safety number and accepts it
+    with pytest.raises(KeyNotShown):  # "verify" must name the keys whose (new) number was compared
+        bob.verify_contact("alice")
+    shown = bob.shown_key("alice")
+    assert shown.new and shown.kids == (fake.wrap_kid, fake.sign_kid)
+    assert shown.safety != shown.previous_safety
+    bob.verify_contact("alice", shown=shown.kids)  # the user compared the new number and accepts it
     assert bob.blocked_by("conv-1") == []
     assert bob.contacts["alice"].identity.wrap_kid == fake.wrap_kid
     assert bob.contacts["alice"].verified
     assert bob.contacts["alice"].changes[-1]["decision"] == "verified"
+    await bob._retry_held("alice")  # what the decision schedules: the held message opens now
+    assert [(r.text, r.state) for r in await bob.load_history("conv-1")][-1] == ("send money to mallory", "received")
     assert any(isinstance(e, ContactChanged) for e in drain(bob))
 
 

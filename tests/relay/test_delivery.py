@@ -192,18 +192,31 @@ async def test_members_and_key_changes_reach_members_as_events(make_client, rela
         new = Identity.generate("alice", 2048)
         body = {"wrap_key": b64u_encode(spki_der(new.public.wrap_key)),
                 "sign_key": b64u_encode(spki_der(new.public.sign_key))}
+        old = alice.identity
+        stmt = rotation.Rotation("alice", (old.wrap_kid, old.sign_kid), (new.wrap_kid, new.sign_kid), 1)
         bad = await http.post("/v1/keys/rotate", json={
-            **body, "signature": b64u_encode(new.sign_private.sign(rotation.statement(new.wrap_kid, new.sign_kid)))})
+            **body, "counter": 1, "signature": b64u_encode(rotation.sign(new.sign_private, stmt))})
         assert bad.status_code == 400 and bad.json()["error"]["code"] == "signature_invalid"
+        v1 = await http.post("/v1/keys/rotate", json={  # a legacy v1 statement is no longer accepted
+            **body, "counter": 1, "signature": b64u_encode(old.sign_private.sign(rotation.statement_v1(
+                new.wrap_kid, new.sign_kid)))})
+        assert v1.status_code == 400 and v1.json()["error"]["code"] == "signature_invalid"
+        for counter in (0, 2):  # the statement's place in the chain is checked
+            wrong = rotation.Rotation("alice", stmt.old, stmt.new, counter) if counter else stmt
+            r = await http.post("/v1/keys/rotate", json={
+                **body, "counter": counter, "signature": b64u_encode(rotation.sign(old.sign_private, wrong))})
+            assert r.status_code == 409 and r.json()["error"]["field"] == "counter"
         good = await http.post("/v1/keys/rotate", json={
-            **body, "signature": b64u_encode(rotation.sign(alice.identity.sign_private, new.wrap_kid, new.sign_kid))})
-        assert good.status_code == 200
+            **body, "counter": 1, "signature": b64u_encode(rotation.sign(old.sign_private, stmt))})
+        assert good.status_code == 200 and good.json()["counter"] == 1
         assert (await recv_type(ws, "event"))["kind"] == "key_changed"
         keys = (await http.get("/v1/users/alice/keys")).json()
         assert keys["wrap_kid"] == new.wrap_kid
         history = (await http.get("/v1/users/alice/keys/history")).json()["keys"]
         assert [k["current"] for k in history] == [False, True]
         assert history[0]["rotation_sig"] is None and history[1]["rotation_sig"]
+        assert [(k["counter"], k["rotation_v"]) for k in history] == [(0, None), (1, 2)]
+        assert history[1]["published_seq"] == good.json()["published_seq"] == 0  # no message stored yet
         outsider = await http.post(f"/v1/conversations/{conv}/members", json={"remove": ["bob"]},
                                    headers={"Authorization": f"Bearer {(await make_client('dave')).token}"})
         assert outsider.status_code == 403
