@@ -206,7 +206,8 @@ async def jwt_probe(people: list[Identity], workdir: Path, messages: int = 20) -
             from shared import plain
 
             for i in range(messages):
-                r = await http.post(f"/v1/conversations/{cid}/messages", headers={"Authorization": f"Bearer {a.token}"},
+                r = await http.post(f"/v1/conversations/{cid}/messages",
+                                    headers={"Authorization": f"Bearer {a.token}", "Content-Type": "application/json"},
                                     content=plain.encode(plain.make(f"REST message {i}", cid, a.username)))
                 r.raise_for_status()
             after_rest = (await http.get("/v1/metrics")).json()

@@ -4,20 +4,24 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 import time
 from dataclasses import dataclass
 
 import msgspec
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from shared import frames, keys, rotation
 from shared.b64 import b64u_decode, b64u_encode
 from shared.errors import (
     AuthFailed,
+    Busy,
     Conflict,
     E2EEError,
     Forbidden,
@@ -27,19 +31,22 @@ from shared.errors import (
     MalformedInput,
     NotFound,
     RateLimited,
+    UnsupportedMediaType,
 )
 from shared.names import canonical_username
 
 from . import store
 from .auth import Claims, Passwords, Tokens, bearer_token
+from .bodycap import BodyCap
 from .db import commits_wait_for_disk, create_engine, create_writer_engine, sessionmaker
-from .limits import RateLimiter
+from .limits import Lockout, RateLimiter
 from .relay import Relay
 from .settings import Settings
 from .writer import Writer
 
 log = logging.getLogger("e2ee.relay.http")
-MAX_BODY_BYTES = 64 * 1024
+JSON_TYPES = ("application/json",)
+ENVELOPE_TYPES = ("application/json", "application/jose+json")  # RFC 7516 §9: a JWE in JSON
 
 
 # -- request bodies --------------------------------------------------------------------------------
@@ -74,7 +81,7 @@ class RotateBody(msgspec.Struct, forbid_unknown_fields=True):
 
 _STATUS = {
     AuthFailed: 401, Forbidden: 403, NotFound: 404, Conflict: 409, LimitExceeded: 413,
-    RateLimited: 429, KeyInvalid: 422, MalformedInput: 400,
+    RateLimited: 429, KeyInvalid: 422, UnsupportedMediaType: 415, MalformedInput: 400, Busy: 503,
 }
 
 
@@ -85,7 +92,7 @@ def _json(data: object, status: int = 200) -> Response:
 def _error(exc: E2EEError) -> Response:
     status = next((s for cls, s in _STATUS.items() if isinstance(exc, cls)), 400)
     resp = _json({"error": exc.as_dict()}, status)
-    if isinstance(exc, RateLimited):
+    if isinstance(exc, RateLimited | Busy):
         resp.headers["Retry-After"] = str(max(1, round(getattr(exc, "retry_after", 1))))
     return resp
 
@@ -95,6 +102,9 @@ class Limits:
     logins: RateLimiter
     registrations: RateLimiter
     key_fetches: RateLimiter
+    conversations: RateLimiter
+    member_changes: RateLimiter
+    lockout: Lockout
 
     @classmethod
     def from_settings(cls, s: Settings) -> Limits:
@@ -103,6 +113,9 @@ class Limits:
             RateLimiter("logins", s.rate_logins_per_min * per_min, s.rate_logins_per_min / 2),
             RateLimiter("registrations", s.rate_registrations_per_min * per_min, s.rate_registrations_per_min / 2),
             RateLimiter("key_fetches", s.rate_key_fetches_per_min * per_min, s.rate_key_fetches_per_min / 4),
+            RateLimiter("conversations", s.rate_conversations_per_min * per_min, s.rate_conversations_per_min),
+            RateLimiter("member_changes", s.rate_member_changes_per_min * per_min, s.rate_member_changes_per_min),
+            Lockout(s.lockout_failures, s.lockout_window_s, s.lockout_user_failures),
         )
 
 
@@ -121,10 +134,18 @@ def _state(request: Request | WebSocket) -> State:
     return request.app.state.e2ee
 
 
+def _require_type(request: Request, accepted: tuple[str, ...]) -> None:
+    """Raises UnsupportedMediaType unless the body's Content-Type is one of ``accepted``
+    (parameters such as ``charset`` aside): no ``text/plain`` parsed as JSON."""
+    media = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+    if media not in accepted:
+        raise UnsupportedMediaType(f"Content-Type must be {' or '.join(accepted)}", field="content-type")
+
+
 async def _body(request: Request, kind: type):
+    """The JSON body as ``kind`` (read whole only after the body cap let it through)."""
+    _require_type(request, JSON_TYPES)
     data = await request.body()
-    if len(data) > MAX_BODY_BYTES:
-        raise LimitExceeded(f"body over {MAX_BODY_BYTES} bytes", field="body")
     try:
         return msgspec.json.decode(data, type=kind)
     except msgspec.DecodeError as exc:
@@ -220,21 +241,24 @@ async def register(request: Request) -> Response:
 @handler
 async def login(request: Request) -> Response:
     st = _state(request)
-    st.limits.logins.check("ip:" + _peer(request))
+    address = _peer(request)
+    st.limits.logins.check(address)
     body = await _body(request, LoginBody)
     try:
         username = canonical_username(body.username)
     except InvalidRequest:
         username = None
-    st.limits.logins.check("user:" + (username or "?"))
+    st.limits.lockout.check(username or "?", address)
     user = None
     if username is not None:
         async with st.sessions() as session:
             user = await store.get_user(session, username)
     ok, upgraded = await st.passwords.verify_and_upgrade(user.password_hash if user else None, body.password)
     if not ok:
+        st.limits.lockout.failed(username or "?", address)
         log.info("login refused user=%s", username or "?")
         raise AuthFailed("unknown user or wrong password")
+    st.limits.lockout.succeeded(user.username, address)
     if upgraded is not None:  # a hash of the raw (pre-normalisation) form: store the normalised one
         await st.writer.run(store.set_password_hash(user.id, user.password_hash, upgraded))
         log.info("password hash upgraded user=%s", user.username)
@@ -325,6 +349,7 @@ async def rotate_keys(request: Request) -> Response:
 async def create_conversation(request: Request) -> Response:
     claims = _claims(request)
     st = _state(request)
+    st.limits.conversations.check(claims.sub)
     body = await _body(request, NewConversationBody)
     title = body.title.strip()
     if not 1 <= len(title) <= 200 or not title.isprintable():
@@ -357,8 +382,12 @@ async def change_members(request: Request) -> Response:
     """Add or remove members (members only); every member, old and new, gets a members_changed event."""
     claims = _claims(request)
     st = _state(request)
+    st.limits.member_changes.check(claims.sub)
     cid = request.path_params["cid"]
     body = await _body(request, MembersBody)
+    both = sorted({canonical_username(n) for n in body.add} & {canonical_username(n) for n in body.remove})
+    if both:
+        raise InvalidRequest(f"named in both add and remove: {', '.join(both)}", field="members")
     _, members = await _member_of(st, claims, cid)
     async with st.sessions() as session:
         add = {n: await store.get_user(session, canonical_username(n)) for n in body.add}
@@ -370,7 +399,8 @@ async def change_members(request: Request) -> Response:
     after = (before | {u.id for u in add.values()}) - {u.id for u in remove.values()}
     if not 1 <= len(after) <= st.settings.max_members:
         raise InvalidRequest(f"a conversation has 1-{st.settings.max_members} members", field="members")
-    await st.writer.run(store.change_members(cid, [u.id for u in add.values()], [u.id for u in remove.values()]))
+    await st.writer.run(store.change_members(cid, [u.id for u in add.values()], [u.id for u in remove.values()],
+                                             st.settings.max_members))
     st.relay.forget_members(cid)
     st.relay.notify(list(before | after), frames.Event("members_changed", conversation=cid))
     async with st.sessions() as session:
@@ -391,6 +421,7 @@ async def post_message(request: Request) -> Response:
     if level == 3:
         raise InvalidRequest("level 3 sends need a websocket session key", field="level")
     subject = request.headers.get("x-e2ee-user", "") if level == 1 else _claims(request).sub
+    _require_type(request, ENVELOPE_TYPES)
     data = await request.body()
     if len(data) > st.settings.max_envelope_bytes:
         raise LimitExceeded(f"envelope over {st.settings.max_envelope_bytes} bytes", field="envelope")
@@ -449,7 +480,8 @@ def create_app(settings: Settings) -> Starlette:
         writer.start()
         tokens = Tokens(settings.jwt_algorithm, settings.resolve_jwt_key(), settings.jwt_issuer,
                         settings.jwt_audience, settings.token_ttl_s, settings.jwt_leeway_s)
-        passwords = Passwords(settings.argon2_time_cost, settings.argon2_memory_kib, settings.argon2_parallelism)
+        passwords = Passwords(settings.argon2_time_cost, settings.argon2_memory_kib, settings.argon2_parallelism,
+                              settings.max_password_hashes, settings.max_password_queue)
         relay = Relay(settings, tokens, sessions, writer)
         if settings.broker:
             from .broker import RedisBroker
@@ -470,4 +502,18 @@ def create_app(settings: Settings) -> Starlette:
                 writer_engine.dispose()
             log.info("relay stopped")
 
-    return Starlette(routes=routes, lifespan=lifespan)
+    return Starlette(routes=routes, lifespan=lifespan, middleware=middleware(settings))
+
+
+def middleware(settings: Settings) -> list[Middleware]:
+    """Outermost first: client addresses from a trusted proxy's X-Forwarded-For (only when the
+    peer is one of ``trusted_proxies``; uvicorn's own proxy handling is off), then the body cap."""
+    messages = re.compile(r"^/v1/conversations/[^/]+/messages$")
+
+    def cap_for(path: str) -> int:
+        return settings.max_envelope_bytes if messages.match(path) else settings.max_json_body_bytes
+
+    stack = [Middleware(BodyCap, cap_for=cap_for)]
+    if settings.trusted_proxy_list():
+        stack.insert(0, Middleware(ProxyHeadersMiddleware, trusted_hosts=settings.trusted_proxy_list()))
+    return stack

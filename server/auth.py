@@ -20,7 +20,7 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
-from shared.errors import AuthFailed, InvalidRequest
+from shared.errors import AuthFailed, Busy, InvalidRequest
 from shared.names import canonical_username, normalise_secret, secret_candidates
 
 log = logging.getLogger("e2ee.relay.auth")
@@ -31,11 +31,39 @@ MAX_PASSWORD_CHARS = 1024
 
 
 class Passwords:
-    """argon2id hashing with the relay's cost settings; work runs in a thread."""
+    """argon2id hashing with the relay's cost settings; work runs in a thread.
 
-    def __init__(self, time_cost: int, memory_kib: int, parallelism: int) -> None:
+    At most ``max_concurrent`` hashes run at once (each takes ``memory_kib`` of memory and a
+    core), and at most ``max_queue`` more wait for a slot; past that the relay answers ``busy``
+    (503) at once instead of queueing without bound.
+    """
+
+    def __init__(self, time_cost: int, memory_kib: int, parallelism: int, max_concurrent: int = 2,
+                 max_queue: int = 64) -> None:
         self._ph = PasswordHasher(time_cost=time_cost, memory_cost=memory_kib, parallelism=parallelism)
         self._dummy = self._ph.hash(secrets.token_hex(16))
+        self._slots = asyncio.Semaphore(max_concurrent)
+        self._limit = max_concurrent + max_queue
+        self.pending = 0  # hashes running or waiting for a slot
+        self.refused = 0  # refused with busy
+
+    async def _run(self, fn, *args):
+        """``fn(*args)`` in a thread once a hash slot is free.
+
+        Raises:
+            Busy: ``max_concurrent + max_queue`` hashes are already running or waiting.
+        """
+        if self.pending >= self._limit:
+            self.refused += 1
+            err = Busy(f"{self.pending} password checks in progress; retry later", field="password")
+            err.retry_after = 1.0
+            raise err
+        self.pending += 1
+        try:
+            async with self._slots:
+                return await asyncio.to_thread(fn, *args)
+        finally:
+            self.pending -= 1
 
     async def hash(self, password: str) -> str:
         """Return the PHC-format argon2id hash of ``password`` prepared with PRECIS OpaqueString
@@ -44,10 +72,11 @@ class Passwords:
 
         Raises:
             InvalidRequest: empty, longer than 1024 characters, or holding a disallowed character.
+            Busy: too many hashes running and waiting.
         """
         if not isinstance(password, str) or not 0 < len(password) <= MAX_PASSWORD_CHARS:
             raise InvalidRequest(f"password must have 1-{MAX_PASSWORD_CHARS} characters", field="password")
-        return await asyncio.to_thread(self._ph.hash, normalise_secret(password))
+        return await self._run(self._ph.hash, normalise_secret(password))
 
     async def verify(self, stored_hash: str | None, password: str) -> bool:
         """True if ``password`` matches; a missing user still costs one hash (no timing oracle)."""
@@ -60,6 +89,9 @@ class Passwords:
         Returns:
             ``(ok, new_hash)``: ``new_hash`` is a hash of the normalised form to store in place of
             the old one when the raw form matched (or the hash's parameters are outdated), else None.
+
+        Raises:
+            Busy: too many hashes running and waiting.
         """
         candidates = secret_candidates(password) if isinstance(password, str) else []
 
@@ -81,7 +113,7 @@ class Passwords:
                 return True, None
             return False, None
 
-        return await asyncio.to_thread(check)
+        return await self._run(check)
 
 
 @dataclass(frozen=True)

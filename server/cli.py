@@ -87,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         log_config=log_config,
         ws_max_size=settings.max_frame_bytes,
         ws_per_message_deflate=False,
+        proxy_headers=False,  # X-Forwarded-For only from --trusted-proxies (server.app.middleware)
         timeout_graceful_shutdown=5,
         lifespan="on",
         ssl_certfile=settings.ssl_certfile or None,

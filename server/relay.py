@@ -12,16 +12,18 @@ import os
 import time
 
 import msgspec
+from starlette.responses import Response
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from shared import envelope, frames, l3, plain
 from shared.b64 import b64u_encode
-from shared.errors import AuthFailed, E2EEError, EnvelopeMalformed, FrameInvalid
+from shared.errors import AuthFailed, Busy, E2EEError, EnvelopeMalformed, FrameInvalid
 from shared.keys import spki_der
 
 from . import store
 from .auth import Tokens, bearer_token
-from .hub import CLOSE_AUTH, CLOSE_GOING_AWAY, CLOSE_TOKEN_EXPIRED, Connection
+from .hub import CLOSE_AUTH, CLOSE_GOING_AWAY, CLOSE_SLOW, CLOSE_TOKEN_EXPIRED, Connection
+from .limits import Gate
 from .sendpath import SendPath, _mid_of
 from .settings import Settings
 from .writer import Writer
@@ -38,6 +40,7 @@ class Relay(SendPath):
     def __init__(self, settings: Settings, tokens: Tokens, sessions, writer: Writer) -> None:
         super().__init__(settings, sessions, writer)
         self.tokens = tokens
+        self.preauth = Gate("unauthenticated websockets", settings.max_preauth_ws, settings.max_preauth_ws_per_ip)
         self.relay_private = settings.resolve_relay_key() if settings.level == 3 else None
         self.relay_key_b64 = (b64u_encode(spki_der(self.relay_private.public_key()))
                               if self.relay_private is not None else None)
@@ -62,53 +65,25 @@ class Relay(SendPath):
 
     # -- connection life ---------------------------------------------------------------------------
     async def serve(self, ws: WebSocket) -> None:
-        """Run one websocket: refuse tokens in URLs, authenticate (header or first frame, by level),
-        announce ``hello``, then read frames until the peer or the relay closes."""
+        """Run one websocket: count it among the unauthenticated ones until it is authenticated
+        (refused with 503 ``busy`` past ``max_preauth_ws`` in total or ``max_preauth_ws_per_ip``
+        from its address), authenticate it, then read frames until the peer or the relay closes."""
         peer = f"{ws.client.host}:{ws.client.port}" if ws.client else "?"
-        level = self.settings.level
-        if ws.url.query:
-            log.warning("ws refused peer=%s reason=query string present (tokens never go in URLs)", peer)
-            await ws.close(CLOSE_AUTH)
-            return
-        claims = None
-        header_token = bearer_token(ws.headers.get("authorization"))
-        if header_token is not None and level > 1:
-            try:
-                claims = self.tokens.verify(header_token)
-            except AuthFailed as exc:
-                log.warning("ws refused peer=%s reason=%s", peer, exc.message)
-                await ws.close(CLOSE_AUTH)
-                return
-        challenge = os.urandom(l3.CHALLENGE_BYTES) if level == 3 else None
-        await ws.accept()
-        await ws.send_text(self._hello(challenge))
+        address = ws.client.host if ws.client else "?"
         try:
-            session = None
-            if claims is None or level in (1, 3):
-                auth = await self._first_frame(ws, peer)
-                if auth is None:
-                    return
-                subject, session, expires = await self._authenticate(auth, claims, challenge)
-            else:
-                subject, expires = claims.sub, claims.exp
-            async with self.sessions() as db:
-                user = await store.get_user(db, subject)
-            if user is None:
-                raise AuthFailed("unknown user", field="sub")
-        except E2EEError as exc:
-            await self._refuse(ws, peer, exc)
+            self.preauth.enter(address)
+        except Busy as exc:
+            log.warning("ws refused peer=%s reason=%s", peer, exc.message)
+            await self._deny(ws, exc)
             return
-        except WebSocketDisconnect:
-            return
-        conn = Connection(ws, user.username, user.id, self.settings.send_queue_frames,
-                          self.settings.send_queue_bytes, session=session)
-        self._expire_at(conn, expires)
         try:
-            await ws.send_text(frames.encode(frames.Ready(user.username)).decode())
-        except WebSocketDisconnect:
+            conn = await self._open(ws, peer)
+        finally:
+            self.preauth.leave(address)
+        if conn is None:
             return
         self.hub.add(conn)
-        log.info("ws open user=%s peer=%s level=%d", conn.user, peer, level)
+        log.info("ws open user=%s peer=%s level=%d", conn.user, peer, self.settings.level)
         pump = asyncio.create_task(conn.pump())
         try:
             await self._read_loop(conn, pump)
@@ -122,6 +97,64 @@ class Relay(SendPath):
                     await asyncio.wait_for(pump, 2)
             pump.cancel()
             log.info("ws closed user=%s reason=%s", conn.user, conn.closing or "peer")
+
+    @staticmethod
+    async def _deny(ws: WebSocket, exc: E2EEError) -> None:
+        """Refuse before accepting: HTTP 503 with the error as JSON (websocket denial response
+        extension), or close 1013 (try again later) where the server lacks it."""
+        body = msgspec.json.encode({"error": exc.as_dict()})
+        try:
+            await ws.send_denial_response(Response(body, 503, {"Retry-After": "1"}, "application/json"))
+        except RuntimeError:
+            await ws.close(CLOSE_SLOW, exc.code)
+
+    async def _open(self, ws: WebSocket, peer: str) -> Connection | None:
+        """Refuse tokens in URLs, authenticate (header or first frame, by level), announce
+        ``hello`` and ``ready``; the open connection, or None if it was refused or went away."""
+        level = self.settings.level
+        if ws.url.query:
+            log.warning("ws refused peer=%s reason=query string present (tokens never go in URLs)", peer)
+            await ws.close(CLOSE_AUTH)
+            return None
+        claims = None
+        header_token = bearer_token(ws.headers.get("authorization"))
+        if header_token is not None and level > 1:
+            try:
+                claims = self.tokens.verify(header_token)
+            except AuthFailed as exc:
+                log.warning("ws refused peer=%s reason=%s", peer, exc.message)
+                await ws.close(CLOSE_AUTH)
+                return None
+        challenge = os.urandom(l3.CHALLENGE_BYTES) if level == 3 else None
+        await ws.accept()
+        await ws.send_text(self._hello(challenge))
+        try:
+            session = None
+            if claims is None or level in (1, 3):
+                auth = await self._first_frame(ws, peer)
+                if auth is None:
+                    return None
+                subject, session, expires = await self._authenticate(auth, claims, challenge)
+            else:
+                subject, expires = claims.sub, claims.exp
+            async with self.sessions() as db:
+                user = await store.get_user(db, subject)
+            if user is None:
+                raise AuthFailed("unknown user", field="sub")
+        except E2EEError as exc:
+            await self._refuse(ws, peer, exc)
+            return None
+        except WebSocketDisconnect:
+            return None
+        conn = Connection(ws, user.username, user.id, self.settings.send_queue_frames,
+                          self.settings.send_queue_bytes, session=session)
+        self._expire_at(conn, expires)
+        try:
+            await ws.send_text(frames.encode(frames.Ready(user.username)).decode())
+        except WebSocketDisconnect:
+            self._expire_at(conn, None)
+            return None
+        return conn
 
     def _hello(self, challenge: bytes | None) -> str:
         if challenge is None:

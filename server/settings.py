@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import os
 import secrets
 from dataclasses import dataclass, field, fields
@@ -66,9 +67,33 @@ class Settings:
     auth_timeout_s: float = field(default=5.0, metadata={"help": "time to authenticate a websocket"})
     rate_sends_per_s: float = field(default=50.0, metadata={"help": "sends per user per second (0: off)"})
     rate_sends_burst: int = field(default=200, metadata={"help": "burst of sends per user"})
-    rate_logins_per_min: float = field(default=20.0, metadata={"help": "logins per username and per IP, per minute"})
+    rate_logins_per_min: float = field(default=20.0, metadata={"help": "login attempts per client address, per minute"})
     rate_registrations_per_min: float = field(default=10.0, metadata={"help": "registrations per IP per minute"})
     rate_key_fetches_per_min: float = field(default=600.0, metadata={"help": "key fetches per user per minute"})
+    rate_conversations_per_min: float = field(
+        default=10.0, metadata={"help": "conversations a user may create per minute (0: off)"})
+    rate_member_changes_per_min: float = field(
+        default=30.0, metadata={"help": "member changes a user may make per minute (0: off)"})
+    lockout_failures: int = field(
+        default=5, metadata={"help": "wrong passwords for one username from one address before that pair "
+                                     "waits (one more try every lockout_window_s / lockout_failures s)"})
+    lockout_window_s: float = field(default=900.0, metadata={"help": "the lockout window, seconds"})
+    lockout_user_failures: int = field(
+        default=100, metadata={"help": "wrong passwords for one username from all addresses it never logged "
+                                       "in from, per window; past it only its known addresses may try"})
+    trusted_proxies: str = field(
+        default="", metadata={"help": "comma-separated addresses or networks (CIDR) of reverse proxies whose "
+                                      "X-Forwarded-For names the client; default none: the peer address counts"})
+    max_json_body_bytes: int = field(
+        default=64 * 1024, metadata={"help": "largest JSON request body, bytes (checked before it is read)"})
+    max_preauth_ws: int = field(
+        default=256, metadata={"help": "websockets not yet authenticated, in total"})
+    max_preauth_ws_per_ip: int = field(
+        default=8, metadata={"help": "websockets not yet authenticated, per client address"})
+    max_password_hashes: int = field(
+        default=2, metadata={"help": "argon2id computations at once (each takes argon2_memory_kib)"})
+    max_password_queue: int = field(
+        default=64, metadata={"help": "logins and registrations waiting for a hash slot; past it: 503 busy"})
     argon2_time_cost: int = field(default=3, metadata={"help": "argon2id passes"})
     argon2_memory_kib: int = field(default=65536, metadata={"help": "argon2id memory, KiB"})
     argon2_parallelism: int = field(default=4, metadata={"help": "argon2id lanes"})
@@ -109,8 +134,30 @@ class Settings:
         if self.sqlite_synchronous.upper() not in ("NORMAL", "FULL", "EXTRA"):
             raise ValueError("sqlite_synchronous must be NORMAL, FULL or EXTRA")
         self.sqlite_synchronous = self.sqlite_synchronous.upper()
+        self.trusted_proxy_list()  # raises on a bad entry
+        for name in ("max_json_body_bytes", "max_preauth_ws", "max_preauth_ws_per_ip", "max_password_hashes",
+                     "max_password_queue", "lockout_failures", "lockout_user_failures"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1")
         if self.log_format not in ("plain", "json"):
             raise ValueError("log_format must be plain or json")
+
+    def trusted_proxy_list(self) -> list[str]:
+        """``trusted_proxies`` as a list of addresses and networks.
+
+        Raises:
+            ValueError: an entry is neither an IP address nor a network.
+        """
+        out = []
+        for item in (i.strip() for i in self.trusted_proxies.split(",")):
+            if not item:
+                continue
+            try:
+                ipaddress.ip_network(item, strict=False)
+            except ValueError:
+                raise ValueError(f"trusted_proxies: {item!r} is not an IP address or network") from None
+            out.append(item)
+        return out
 
     @property
     def data_path(self) -> Path:

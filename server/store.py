@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 
 from shared.b64 import b64u_encode
-from shared.errors import Conflict, NotFound
+from shared.errors import Conflict, InvalidRequest, NotFound
 
 from .db import Conversation, Delivery, Member, Message, User, UserKey
 
@@ -365,11 +365,19 @@ async def peers_of(session: AsyncSession, user_id: int) -> list[int]:
 
 
 def change_members(
-    conversation_id: str, add: list[int], remove: list[int]
+    conversation_id: str, add: list[int], remove: list[int], max_members: int
 ) -> Callable[[Session], None]:
-    """A write op adding and removing members of a conversation (idempotent)."""
+    """A write op adding and removing members of a conversation (idempotent). The member count
+    is checked on the result, inside the transaction: a change that would leave fewer than 1 or
+    more than ``max_members`` members is rolled back.
+
+    Raises (when run):
+        InvalidRequest: a user is in both ``add`` and ``remove``, or the result's count is out of range.
+    """
 
     def op(s: Session) -> None:
+        if set(add) & set(remove):
+            raise InvalidRequest("a user is named in both add and remove", field="members")
         present = set(s.execute(
             select(Member.user_id).where(Member.conversation_id == conversation_id)).scalars())
         t = now_ms()
@@ -379,6 +387,11 @@ def change_members(
         if gone:
             s.execute(Member.__table__.delete().where(
                 Member.conversation_id == conversation_id, Member.user_id.in_(gone)))
+        s.flush()
+        count = s.execute(select(func.count()).select_from(Member).where(
+            Member.conversation_id == conversation_id)).scalar_one()
+        if not 1 <= count <= max_members:
+            raise InvalidRequest(f"a conversation has 1-{max_members} members", field="members")
 
     return op
 

@@ -304,3 +304,37 @@ class Replayed(VerificationFailed):
     """An L3 envelope's ``seq`` is not above the highest already accepted in its direction."""
 
     code = "replayed"
+
+
+# -- relay limits and sessions (issue 13) ---------------------------------------------------------
+class BodyTooLarge(LimitExceeded):
+    """A request body is larger than the route's cap (checked from ``Content-Length`` before
+    reading, and while reading a chunked body)."""
+
+    code = "body_too_large"
+
+
+class UnsupportedMediaType(MalformedInput):
+    """A JSON route was sent a body whose ``Content-Type`` is not ``application/json``."""
+
+    code = "unsupported_media_type"
+
+
+class Busy(E2EEError):
+    """The relay is at a capacity limit (pre-auth connections, password hashing); retry later."""
+
+    code = "busy"
+
+
+class SessionEnded(AuthFailed):
+    """The login session is over (logged out, revoked, expired, idle, or its refresh credential was
+    reused): refreshing cannot help, log in again. ``detail`` = ``{"reason": ...}``."""
+
+    code = "session_ended"
+
+    def __init__(self, message: str, *, reason: str, field: str | None = None) -> None:
+        super().__init__(message, field=field)
+        self.detail = {"reason": reason}
+
+    def as_dict(self) -> dict[str, object]:
+        return {**super().as_dict(), "detail": self.detail}

@@ -161,7 +161,7 @@ async def test_rest_send_has_the_same_checks_and_is_idempotent(make_client, rela
     people = [alice.identity.public, bob.identity.public]
     env = envelope.seal("over REST", alice.identity, conv, people, counter=1)
     url = f"{relay.url}/v1/conversations/{conv}/messages"
-    async with httpx2.AsyncClient() as http:
+    async with httpx2.AsyncClient(headers={"Content-Type": "application/jose+json"}) as http:
         first = await http.post(url, content=env, headers={"Authorization": f"Bearer {alice.token}"})
         again = await http.post(url, content=env, headers={"Authorization": f"Bearer {alice.token}"})
         spoof = await http.post(url, content=env, headers={"Authorization": f"Bearer {bob.token}"})

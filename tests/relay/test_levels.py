@@ -66,7 +66,7 @@ async def test_level_4_client_refuses_a_lower_level_relay(make_client, tmp_path)
             key = (await http.get("/v1/relay-key")).json()
             assert len(key["kid"]) == 43
             r = await http.post("/v1/conversations/x/messages", content=b"{}",
-                                headers={"Authorization": f"Bearer {alice.token}"})
+                                headers={"Authorization": f"Bearer {alice.token}", "Content-Type": "application/json"})
             assert r.json()["error"]["code"] == "invalid_request"
     finally:
         relay.stop()

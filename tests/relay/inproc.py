@@ -1,0 +1,49 @@
+"""In-process relay helpers: ``create_app`` with its lifespan, reached through httpx2.ASGITransport."""
+
+from __future__ import annotations
+
+import contextlib
+
+import httpx2
+
+from server.app import create_app
+from server.settings import Settings
+from shared.b64 import b64u_encode
+from shared.keys import Identity, spki_der
+from tests.conftest import PASSWORD
+
+FAST = {"argon2_time_cost": 1, "argon2_memory_kib": 8192, "argon2_parallelism": 1}
+SECRET = "ab" * 32
+
+
+@contextlib.asynccontextmanager
+async def running(settings: Settings):
+    """The app with its lifespan running: ``async with running(s) as app``."""
+    app = create_app(settings)
+    async with app.router.lifespan_context(app):
+        yield app
+
+
+def http(app, address: str = "127.0.0.1") -> httpx2.AsyncClient:
+    """An HTTP client whose requests reach ``app`` from ``address``."""
+    return httpx2.AsyncClient(transport=httpx2.ASGITransport(app, client=(address, 40000)),
+                              base_url="http://relay")
+
+
+def account(ident: Identity) -> dict:
+    return {"username": ident.username, "password": PASSWORD,
+            "wrap_key": b64u_encode(spki_der(ident.public.wrap_key)),
+            "sign_key": b64u_encode(spki_der(ident.public.sign_key))}
+
+
+async def register(client: httpx2.AsyncClient, ident: Identity) -> dict:
+    """Register ``ident`` and log in; the login answer (token, ...)."""
+    r = await client.post("/v1/accounts", json=account(ident))
+    assert r.status_code == 201, r.text
+    r = await client.post("/v1/token", json={"username": ident.username, "password": PASSWORD})
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def bearer(login: dict) -> dict:
+    return {"Authorization": f"Bearer {login['token']}"}
