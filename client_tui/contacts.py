@@ -144,7 +144,11 @@ class Contacts:
             self._save_state()
             await self.events.put(ContactChanged(name))
         elif contact.kids == new:
-            if contact.pending is not None:  # the relay serves the pinned key again
+            if contact.pending is not None and ident.sign_kid in contact.retired_after:
+                # a verified chain replaced the pinned key: serving it again is a rollback, not a retraction
+                log.warning("rollback: the relay served %s's replaced keys %s… again", name, new[0][:8])
+                await self.events.put(KeyChanged(name, contact.kids, new, False, rollback=True))
+            elif contact.pending is not None:  # the relay serves the pinned key again
                 contact.pending = contact.pending_signed_by_old = None
                 self._save_state()
                 await self.events.put(ContactChanged(name))

@@ -1,0 +1,157 @@
+"""The key-trust attacks of ``e2ee-demo --attacks`` (issue 12): each runs a real relay (hostile
+where the attack is the relay's), real clients with fresh keys, and reports what the attacker did
+and what the user was shown. An attack *holds* when nothing is shown as verified that was not,
+no text is shown under a name whose key did not sign it, and the user is told in plain words.
+
+* ``key-name``: the relay answers a key fetch for carol with mallory's keys under mallory's name.
+* ``key-swap``: the relay swaps bob's key for another at the moment the user verifies it.
+* ``key-retired``: after bob rotates, the relay serves bob's retired key again, and a thief with
+  bob's old key and password sends as bob.
+* ``equivocation``: a hostile *sender* wraps different content keys for bob and carol under one
+  signed envelope whose AES-GCM ciphertext opens under both (an "invisible salamander").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx2
+
+from shared import envelope
+from shared.errors import E2EEError
+
+from .contacts import KeyNotShown
+from .core import ChatClient, KeyChanged
+from .relayproc import RelayProcess
+
+FAST_RELAY = {"E2EE_ARGON2_TIME_COST": "1", "E2EE_ARGON2_MEMORY_KIB": "8192", "E2EE_ARGON2_PARALLELISM": "1",
+              "E2EE_RATE_LOGINS_PER_MIN": "600"}
+FAST_KDF = {"iterations": 1, "memory_kib": 8192, "lanes": 1}
+PASSWORD = "attack demo password"  # noqa: S105 - throwaway demo accounts
+
+
+@dataclass(frozen=True)
+class AttackResult:
+    """One attack: ``attack`` what was tried, ``shown`` what the user saw (plain words), ``held``
+    whether every promise held."""
+
+    name: str
+    attack: str
+    shown: str
+    held: bool
+
+
+class _Stage:
+    """A relay (``--hostile MODE --demo-level`` or honest) and clients, torn down together."""
+
+    def __init__(self, root: Path, mode: str | None) -> None:
+        args = ["--hostile", mode, "--demo-level"] if mode else []
+        self.relay = RelayProcess(root / "relay", extra_args=args, env=FAST_RELAY).start()
+        self.root, self.clients = root, []
+
+    async def user(self, name: str, *, connect: bool = False) -> ChatClient:
+        client = ChatClient(self.relay.url, name, self.root / "clients", kdf=FAST_KDF)
+        self.clients.append(client)
+        await client.register(PASSWORD, f"{name} passphrase", bits=2048)
+        if connect:
+            await client.connect()
+            await client.wait_synced()
+        return client
+
+    async def close(self) -> None:
+        for c in self.clients:
+            with contextlib.suppress(Exception):
+                await c.close()
+        self.relay.stop()
+
+
+async def key_name(root: Path) -> AttackResult:
+    stage = _Stage(root, "key-name:mallory")
+    try:
+        await stage.user("mallory")
+        await stage.user("carol")
+        alice = await stage.user("alice")
+        try:
+            await alice.create_conversation("with carol", ["carol"])
+            shown, refused = "the conversation was created with the relay's answer", False
+        except E2EEError as exc:
+            shown, refused = exc.message, exc.code == "key_answer_mismatch"
+        held = refused and set(alice.contacts) == {"alice"}
+        return AttackResult("key-name", "the relay answered a key fetch for carol with mallory's keys", shown, held)
+    finally:
+        await stage.close()
+
+
+async def key_swap(root: Path) -> AttackResult:
+    stage = _Stage(root, "key-swap:mallory,carol")
+    try:
+        for name in ("mallory", "carol", "bob"):
+            await stage.user(name)
+        alice = await stage.user("alice")
+        await alice.create_conversation("pair", ["bob"])  # the real bob, pinned
+        await alice.fetch_keys("bob")  # mallory's keys, pending: this is the number alice compares
+        shown_to_alice = alice.shown_key("bob")
+        await alice.fetch_keys("bob")  # swapped for carol's while she compares
+        try:
+            alice.verify_contact("bob", shown=shown_to_alice.kids)
+            shown, refused = "verified", False
+        except KeyNotShown as exc:
+            shown, refused = exc.message, True
+        c = alice.contacts["bob"]
+        held = refused and not c.verified and c.previous == []
+        return AttackResult("key-swap", "the relay swapped bob's key at the moment alice pressed Mark verified",
+                            shown, held)
+    finally:
+        await stage.close()
+
+
+async def key_retired(root: Path) -> AttackResult:
+    stage = _Stage(root, "key-retired")
+    try:
+        alice = await stage.user("alice")
+        bob = await stage.user("bob")
+        conv = await alice.create_conversation("pair", ["bob"])
+        old = bob.identity
+        await bob.rotate_keys()
+        await alice.fetch_keys("bob")  # the new keys, signed by the old: accepted by alice
+        alice.accept_key("bob", shown=alice.shown_key("bob").kids)
+        await alice.fetch_keys("bob")  # now the relay serves the retired keys again
+        rollback = any(isinstance(e, KeyChanged) and e.rollback for e in _drain(alice))
+        stolen = envelope.seal("wire the money to mallory", old, conv,
+                               [alice.identity.public, bob.identity.public], counter=7)
+        async with httpx2.AsyncClient(base_url=stage.relay.url,
+                                      headers={"Authorization": f"Bearer {bob.token}"}) as http:
+            seq = (await http.post(f"/v1/conversations/{conv}/messages", content=stolen)).json()["seq"]
+        await alice.connect()  # the thief's message comes by sync
+        await alice.wait_synced()
+        rec = await alice.history.by_seq(seq)
+        held = rollback and rec is not None and rec.text is None and rec.reason == "retired_sender_key"
+        shown = (f"rollback refused; the thief's message: could not verify ({rec.reason if rec else 'missing'}: "
+                 "signed by a key bob replaced)")
+        return AttackResult("key-retired", "the relay served bob's retired key; a thief sent with it", shown, held)
+    finally:
+        await stage.close()
+
+
+def _drain(client: ChatClient) -> list:
+    out = []
+    while not client.events.empty():
+        out.append(client.events.get_nowait())
+    return out
+
+
+ATTACKS: dict[str, Callable[[Path], Awaitable[AttackResult]]] = {
+    "key-name": key_name, "key-swap": key_swap, "key-retired": key_retired,
+}
+"""The key attacks by name, in the order the demo runs them."""
+
+
+async def run_all(root: Path | None = None) -> list[AttackResult]:
+    """Run every key attack, each in its own folder under ``root`` (a new temp folder by default)."""
+    with tempfile.TemporaryDirectory(prefix="e2ee-attacks-") as tmp:
+        base = Path(root or tmp)
+        return [await attack(base / name) for name, attack in ATTACKS.items()]
