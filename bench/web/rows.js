@@ -130,7 +130,7 @@ export async function recipients({ n, counts, pool }, state) {
     rcpts[count - 1] = reader;
     if (count > keys.length) rcpts[(count - 1) % keys.length] = { ...reader, wrapKid: jose.b64u(jose.random(32)) };
     const env = await jose.sealL4(text, state.alice, "c1", rcpts, 1, state.membership);
-    const k = Math.max(5, Math.min(n, Math.floor(400 / count)));
+    const k = Math.max(10, Math.min(n, Math.floor(2000 / count)));
     rows[String(count)] = {
       seal: await measure(() => jose.sealL4(text, state.alice, "c1", rcpts, 1, state.membership), k, state.step, 2),
       open: await measure(() => jose.openL4(env, reader, state.alice.signPublic), k, state.step, 2),
