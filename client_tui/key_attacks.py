@@ -125,7 +125,9 @@ async def key_retired(root: Path) -> AttackResult:
                                [alice.identity.public, bob.identity.public], counter=7)
         async with httpx2.AsyncClient(base_url=stage.relay.url,
                                       headers={"Authorization": f"Bearer {bob.token}"}) as http:
-            seq = (await http.post(f"/v1/conversations/{conv}/messages", content=stolen)).json()["seq"]
+            answer = await http.post(f"/v1/conversations/{conv}/messages", content=stolen,
+                                     headers={"Content-Type": "application/json"})
+            seq = answer.json()["seq"]
         await alice.connect()  # the thief's message comes by sync
         await alice.wait_synced()
         rec = await alice.history.by_seq(seq)

@@ -28,7 +28,8 @@ async def pair(world, relay):
 async def post_as(relay, token: str, conv: str, data: bytes) -> int:
     """What a thief holding bob's old keystore and his password does: send over REST as bob."""
     async with httpx2.AsyncClient(base_url=relay.url, headers={"Authorization": f"Bearer {token}"}) as http:
-        r = await http.post(f"/v1/conversations/{conv}/messages", content=data)
+        r = await http.post(f"/v1/conversations/{conv}/messages", content=data,
+                            headers={"Content-Type": "application/json"})
     assert r.status_code == 201, r.text
     return r.json()["seq"]
 
