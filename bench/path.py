@@ -35,6 +35,7 @@ from shared.keys import Identity
 from . import primitives
 from .pairs import FIELDS, PairProcess, identity_to_json
 from .relays import (
+    OPERATOR_HEADERS,
     REDIS_URL,
     client_ssl,
     dev_cert,
@@ -55,7 +56,7 @@ ARRANGEMENT = ("Each pair's two clients run in a process of their own (bench/pai
 
 
 async def _metrics(http: httpx2.AsyncClient) -> dict:
-    r = await http.get("/v1/metrics")
+    r = await http.get("/v1/metrics", headers=OPERATOR_HEADERS)
     r.raise_for_status()
     return r.json()
 
@@ -198,11 +199,11 @@ async def jwt_probe(people: list[Identity], workdir: Path, messages: int = 20) -
             await b.connect()
             registry: dict[str, Timing] = {}
             a.registry = b.registry = registry
-            before = (await http.get("/v1/metrics")).json()
+            before = (await http.get("/v1/metrics", headers=OPERATOR_HEADERS)).json()
             for i in range(messages):
                 mid, fut = await a.send(cid, f"websocket message {i}", [], registry)
                 await asyncio.wait_for(asyncio.gather(fut, registry[mid].done.wait()), 10)
-            after_ws = (await http.get("/v1/metrics")).json()
+            after_ws = (await http.get("/v1/metrics", headers=OPERATOR_HEADERS)).json()
             from shared import plain
 
             for i in range(messages):
@@ -210,7 +211,7 @@ async def jwt_probe(people: list[Identity], workdir: Path, messages: int = 20) -
                                     headers={"Authorization": f"Bearer {a.token}", "Content-Type": "application/json"},
                                     content=plain.encode(plain.make(f"REST message {i}", cid, a.username)))
                 r.raise_for_status()
-            after_rest = (await http.get("/v1/metrics")).json()
+            after_rest = (await http.get("/v1/metrics", headers=OPERATOR_HEADERS)).json()
             await a.close()
             await b.close()
     finally:

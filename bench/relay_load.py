@@ -37,7 +37,7 @@ from shared import envelope, frames
 from shared.keys import Identity
 
 from .primitives import text_of
-from .relays import start_relay
+from .relays import OPERATOR_HEADERS, start_relay
 from .wsclient import BenchClient
 
 
@@ -126,14 +126,14 @@ async def _relay_run(people: list[Identity], messages: int, window: int, workdir
             c.open_messages = False
             await c.connect()
         async with httpx2.AsyncClient(base_url=relay.url, timeout=30) as http:
-            cpu0 = (await http.get("/v1/metrics")).json()["process_cpu_s"]
+            cpu0 = (await http.get("/v1/metrics", headers=OPERATOR_HEADERS)).json()["process_cpu_s"]
         progress(f"relay: {len(clients)} clients x {messages} messages, window {window}")
         t0 = time.perf_counter()
         await asyncio.gather(*(_windowed(lambda it, c=c: c.send_raw(it[1], it[0]), plan[c], window) for c in clients),
                              *(asyncio.wait_for(c.all_received.wait(), 300) for c in clients))
         wall = time.perf_counter() - t0
         async with httpx2.AsyncClient(base_url=relay.url, timeout=30) as http:
-            metrics = (await http.get("/v1/metrics")).json()
+            metrics = (await http.get("/v1/metrics", headers=OPERATOR_HEADERS)).json()
         cpu = metrics["process_cpu_s"] - cpu0  # the relay's time.process_time(): ns resolution
         for c in clients:
             await c.close()

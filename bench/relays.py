@@ -23,7 +23,10 @@ BENCH_RELAY_ENV = {
     "E2EE_RATE_REGISTRATIONS_PER_MIN": "0",
     "E2EE_RATE_LOGINS_PER_MIN": "0",
     "E2EE_RATE_KEY_FETCHES_PER_MIN": "0",
+    "E2EE_RATE_CONVERSATIONS_PER_MIN": "0",
+    "E2EE_OPERATOR_TOKEN": secrets.token_hex(16),  # GET /v1/metrics needs it
 }
+OPERATOR_HEADERS = {"Authorization": f"Bearer {BENCH_RELAY_ENV['E2EE_OPERATOR_TOKEN']}"}
 PG_ADMIN_DSN = "postgresql://postgres@127.0.0.1:5432/test"
 REDIS_URL = "redis://127.0.0.1:6379"
 

@@ -46,6 +46,13 @@ class RelayProcess:
         """``http://127.0.0.1:PORT``, or ``https://`` when started with ``--ssl-certfile``."""
         return f"{'https' if self.tls_cert else 'http'}://127.0.0.1:{self.port}"
 
+    @property
+    def operator_headers(self) -> dict[str, str]:
+        """``Authorization`` for ``GET /v1/metrics``: the operator token this relay was given
+        (``E2EE_OPERATOR_TOKEN``) or generated into its data folder."""
+        token = self.env.get("E2EE_OPERATOR_TOKEN") or (self.data_dir / "operator.token").read_text().strip()
+        return {"Authorization": f"Bearer {token}"}
+
     def ssl_context(self) -> ssl.SSLContext | None:
         """A client context trusting this relay's certificate (None without TLS)."""
         return ssl.create_default_context(cafile=str(self.tls_cert)) if self.tls_cert else None

@@ -5,8 +5,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
-import time
-from dataclasses import dataclass
 
 import msgspec
 from starlette.applications import Starlette
@@ -21,32 +19,32 @@ from shared import frames, keys, rotation
 from shared.b64 import b64u_decode, b64u_encode
 from shared.errors import (
     AuthFailed,
-    Busy,
     Conflict,
     E2EEError,
     Forbidden,
     InvalidRequest,
     KeyInvalid,
     LimitExceeded,
-    MalformedInput,
     NotFound,
-    RateLimited,
-    UnsupportedMediaType,
 )
 from shared.names import canonical_username
 
-from . import store
-from .auth import Claims, Passwords, Tokens, bearer_token
+from . import metrics, store
+from .auth import Claims, Passwords, Tokens
 from .bodycap import BodyCap
 from .db import commits_wait_for_disk, create_engine, create_writer_engine, sessionmaker
-from .limits import Lockout, RateLimiter
 from .relay import Relay
 from .settings import Settings
+from .web import ENVELOPE_TYPES, Limits, State, handler
+from .web import claims_of as _claims
+from .web import client_address as _peer
+from .web import json_response as _json
+from .web import read_body as _body
+from .web import require_type as _require_type
+from .web import state as _state
 from .writer import Writer
 
 log = logging.getLogger("e2ee.relay.http")
-JSON_TYPES = ("application/json",)
-ENVELOPE_TYPES = ("application/json", "application/jose+json")  # RFC 7516 §9: a JWE in JSON
 
 
 # -- request bodies --------------------------------------------------------------------------------
@@ -79,108 +77,10 @@ class RotateBody(msgspec.Struct, forbid_unknown_fields=True):
     signature: str  # b64url Ed25519 by the current signing key over shared.rotation.Rotation(...).statement()
 
 
-_STATUS = {
-    AuthFailed: 401, Forbidden: 403, NotFound: 404, Conflict: 409, LimitExceeded: 413,
-    RateLimited: 429, KeyInvalid: 422, UnsupportedMediaType: 415, MalformedInput: 400, Busy: 503,
-}
-
-
-def _json(data: object, status: int = 200) -> Response:
-    return Response(msgspec.json.encode(data), status, media_type="application/json")
-
-
-def _error(exc: E2EEError) -> Response:
-    status = next((s for cls, s in _STATUS.items() if isinstance(exc, cls)), 400)
-    resp = _json({"error": exc.as_dict()}, status)
-    if isinstance(exc, RateLimited | Busy):
-        resp.headers["Retry-After"] = str(max(1, round(getattr(exc, "retry_after", 1))))
-    return resp
-
-
-@dataclass
-class Limits:
-    logins: RateLimiter
-    registrations: RateLimiter
-    key_fetches: RateLimiter
-    conversations: RateLimiter
-    member_changes: RateLimiter
-    lockout: Lockout
-
-    @classmethod
-    def from_settings(cls, s: Settings) -> Limits:
-        per_min = 1 / 60
-        return cls(
-            RateLimiter("logins", s.rate_logins_per_min * per_min, s.rate_logins_per_min / 2),
-            RateLimiter("registrations", s.rate_registrations_per_min * per_min, s.rate_registrations_per_min / 2),
-            RateLimiter("key_fetches", s.rate_key_fetches_per_min * per_min, s.rate_key_fetches_per_min / 4),
-            RateLimiter("conversations", s.rate_conversations_per_min * per_min, s.rate_conversations_per_min),
-            RateLimiter("member_changes", s.rate_member_changes_per_min * per_min, s.rate_member_changes_per_min),
-            Lockout(s.lockout_failures, s.lockout_window_s, s.lockout_user_failures),
-        )
-
-
-@dataclass
-class State:
-    settings: Settings
-    sessions: object
-    writer: Writer
-    tokens: Tokens
-    passwords: Passwords
-    relay: Relay
-    limits: Limits
-
-
-def _state(request: Request | WebSocket) -> State:
-    return request.app.state.e2ee
-
-
-def _require_type(request: Request, accepted: tuple[str, ...]) -> None:
-    """Raises UnsupportedMediaType unless the body's Content-Type is one of ``accepted``
-    (parameters such as ``charset`` aside): no ``text/plain`` parsed as JSON."""
-    media = request.headers.get("content-type", "").partition(";")[0].strip().lower()
-    if media not in accepted:
-        raise UnsupportedMediaType(f"Content-Type must be {' or '.join(accepted)}", field="content-type")
-
-
-async def _body(request: Request, kind: type):
-    """The JSON body as ``kind`` (read whole only after the body cap let it through)."""
-    _require_type(request, JSON_TYPES)
-    data = await request.body()
-    try:
-        return msgspec.json.decode(data, type=kind)
-    except msgspec.DecodeError as exc:
-        raise InvalidRequest(f"body is not valid: {exc}", field="body") from None
-
-
-def _claims(request: Request) -> Claims:
-    token = bearer_token(request.headers.get("authorization"))
-    if token is None:
-        raise AuthFailed("Authorization: Bearer token required", field="authorization")
-    return _state(request).tokens.verify(token)
-
-
-def handler(fn):
-    """Turn project errors into JSON error responses with a log line (never with secrets)."""
-
-    async def wrapped(request: Request) -> Response:
-        try:
-            return await fn(request)
-        except E2EEError as exc:
-            log.info("%s %s refused code=%s", request.method, request.url.path, exc.code)
-            return _error(exc)
-
-    wrapped.__name__ = fn.__name__
-    return wrapped
-
-
 # -- handlers --------------------------------------------------------------------------------------
 @handler
 async def healthz(request: Request) -> Response:
     return _json({"ok": True, "level": _state(request).settings.level})
-
-
-def _peer(request: Request) -> str:
-    return request.client.host if request.client else "?"
 
 
 async def _load_keys(body: RegisterBody | RotateBody, username: str):
@@ -192,25 +92,6 @@ async def _load_keys(body: RegisterBody | RotateBody, username: str):
     except E2EEError as exc:
         raise KeyInvalid(exc.message, field=exc.field) from None
     return keys.PublicIdentity(username, wrap, sign)
-
-
-@handler
-async def metrics(request: Request) -> Response:
-    """Counters for the bench and operators: messages stored, cumulative relay time per phase (s;
-    level-3 decryption counts as checks), writer batches and ops (ops / batches = the group-commit
-    factor), connections online, the relay process's CPU time (s)."""
-    st = _state(request)
-    m = st.relay.metrics
-    return _json({
-        "level": st.settings.level, "stored": m.stored, "checks_s": m.checks_s, "commit_s": m.commit_s,
-        "fanout_s": m.fanout_s, "writer_batches": st.writer.batches, "writer_ops": st.writer.ops,
-        "wal_checkpoints": st.writer.checkpoints,
-        "connections": len(st.relay.hub.all()),
-        "process_cpu_s": time.process_time(),
-        "jwt_verifications": st.tokens.verifications, "jwt_cache_hits": st.tokens.cache_hits,
-        "broker": None if st.relay.broker is None else {
-            "up": st.relay.broker.up, "published": st.relay.broker.published, "received": st.relay.broker.received},
-    })
 
 
 @handler
@@ -452,7 +333,7 @@ async def websocket(ws: WebSocket) -> None:
 
 routes = [
     Route("/healthz", healthz),
-    Route("/v1/metrics", metrics),
+    Route("/v1/metrics", metrics.metrics),
     Route("/v1/relay-key", relay_key),
     Route("/v1/accounts", register, methods=["POST"]),
     Route("/v1/token", login, methods=["POST"]),
@@ -478,17 +359,19 @@ def create_app(settings: Settings) -> Starlette:
         sessions = sessionmaker(engine)
         writer = Writer(sessions, writer_engine, inline=not commits_wait_for_disk(settings.sqlite_synchronous))
         writer.start()
-        tokens = Tokens(settings.jwt_algorithm, settings.resolve_jwt_key(), settings.jwt_issuer,
+        jwt_key = settings.resolve_jwt_key()
+        tokens = Tokens(settings.jwt_algorithm, jwt_key, settings.jwt_issuer,
                         settings.jwt_audience, settings.token_ttl_s, settings.jwt_leeway_s)
         passwords = Passwords(settings.argon2_time_cost, settings.argon2_memory_kib, settings.argon2_parallelism,
                               settings.max_password_hashes, settings.max_password_queue)
         relay = Relay(settings, tokens, sessions, writer)
         if settings.broker:
-            from .broker import RedisBroker
+            from .broker import RedisBroker, note_key
 
-            relay.broker = RedisBroker(settings.broker, settings.broker_channel, relay)
+            relay.broker = RedisBroker(settings.broker, settings.broker_channel, relay, note_key(jwt_key))
             await relay.broker.start()
-        app.state.e2ee = State(settings, sessions, writer, tokens, passwords, relay, Limits.from_settings(settings))
+        app.state.e2ee = State(settings, sessions, writer, tokens, passwords, relay, Limits.from_settings(settings),
+                               settings.resolve_operator_token())
         log.info("relay ready level=%d db=%s", settings.level, engine.dialect.name)
         try:
             yield

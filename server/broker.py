@@ -3,7 +3,12 @@ PostgreSQL database.
 
 After a commit a relay publishes the message's ``seq`` and recipient ids — never the envelope —
 on ``<channel>:fanout``; every other relay loads the envelope from the shared database and
-delivers it to its own connected users. Events (key and membership changes) and member-cache
+delivers it to its own connected users — only through the deliveries table, so a note can make a
+relay deliver a message only to users it was stored for. Every note carries an HMAC-SHA-256
+(RFC 2104) under a key derived from the relays' shared JWT key (HKDF-SHA-256, RFC 5869, info
+``e2ee-chat/v1/broker-note``) and its time; a note without a valid tag, or older than
+``NOTE_MAX_AGE_MS``, is dropped and counted (``rejected``): whoever can publish on Redis cannot
+speak for a relay. Events (key and membership changes) and member-cache
 invalidations travel the same way. The database stays the source of truth: while Redis is
 unreachable relays keep storing and delivering locally; when it comes back each relay re-sends
 its connected users what was stored since the outage began (clients drop duplicates by message
@@ -14,12 +19,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
+import hmac
 import logging
 import secrets
 import time
 
 import msgspec
 import redis.asyncio as aioredis
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ed25519
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from redis.exceptions import RedisError
 
 from shared import frames
@@ -27,6 +37,8 @@ from shared import frames
 log = logging.getLogger("e2ee.relay.broker")
 RESYNC_MARGIN_MS = 5000  # clock skew between relays and the time a publish was in flight
 OUTBOX_LIMIT = 100_000
+NOTE_MAX_AGE_MS = 120_000  # a note older than this (or this far in the future) is a replay: dropped
+TAG_BYTES = 32
 
 
 class Note(msgspec.Struct, omit_defaults=True):
@@ -34,6 +46,7 @@ class Note(msgspec.Struct, omit_defaults=True):
 
     k: str
     r: str
+    t: int = 0  # when it was published, Unix ms
     seq: int = 0
     u: list[int] = []
     e: frames.Event | None = None
@@ -49,6 +62,35 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
+def note_key(jwt_key) -> bytes:
+    """The 32-byte HMAC key for notes, derived from the JWT key every relay of a group shares
+    (an HS256 secret, or the Ed25519 private key) with HKDF-SHA-256 (RFC 5869)."""
+    if isinstance(jwt_key, ed25519.Ed25519PrivateKey):
+        jwt_key = jwt_key.private_bytes(serialization.Encoding.Raw, serialization.PrivateFormat.Raw,
+                                        serialization.NoEncryption())
+    return HKDF(hashes.SHA256(), 32, salt=None, info=b"e2ee-chat/v1/broker-note").derive(jwt_key)
+
+
+def seal_note(key: bytes, note: Note) -> bytes:
+    """``tag || JSON`` with tag = HMAC-SHA-256(key, JSON) (32 bytes)."""
+    payload = _encode(note)
+    return hmac.new(key, payload, hashlib.sha256).digest() + payload
+
+
+def open_note(key: bytes, data: bytes, now_ms: int) -> Note | None:
+    """The note in ``data`` if its tag verifies (constant time) and it is fresh; else None."""
+    if len(data) <= TAG_BYTES:
+        return None
+    tag, payload = data[:TAG_BYTES], data[TAG_BYTES:]
+    if not hmac.compare_digest(tag, hmac.new(key, payload, hashlib.sha256).digest()):
+        return None
+    try:
+        note = _decode(payload)
+    except msgspec.DecodeError:
+        return None
+    return note if abs(now_ms - note.t) <= NOTE_MAX_AGE_MS else None
+
+
 class RedisBroker:
     """Publish after commit, subscribe and deliver what other relays stored.
 
@@ -58,8 +100,9 @@ class RedisBroker:
         relay: this process's :class:`server.relay.Relay`.
     """
 
-    def __init__(self, url: str, channel: str, relay) -> None:
+    def __init__(self, url: str, channel: str, relay, key: bytes) -> None:
         self.url = url
+        self.key = key
         self.channel = f"{channel}:fanout"
         self.relay = relay
         self.relay_id = secrets.token_hex(8)
@@ -68,6 +111,7 @@ class RedisBroker:
         self._lost_since_ms: int | None = None  # publishes failed: ask the others to resync
         self.published = 0
         self.received = 0
+        self.rejected = 0  # notes without a valid tag, or stale
         self._outbox: asyncio.Queue[bytes] = asyncio.Queue(OUTBOX_LIMIT)
         self._tasks: list[asyncio.Task] = []
 
@@ -94,8 +138,9 @@ class RedisBroker:
         self._put(Note("forget", self.relay_id, c=conversation))
 
     def _put(self, note: Note) -> None:
+        note.t = _now_ms()
         try:
-            self._outbox.put_nowait(_encode(note))
+            self._outbox.put_nowait(seal_note(self.key, note))
         except asyncio.QueueFull:
             self._lost(_now_ms())
 
@@ -125,7 +170,8 @@ class RedisBroker:
                 data = [d for d in data if d]
                 lost_since = self._lost_since_ms
                 if lost_since is not None:  # tell the others what they may have missed
-                    data.insert(0, _encode(Note("resync", self.relay_id, since=lost_since - RESYNC_MARGIN_MS)))
+                    data.insert(0, seal_note(self.key, Note("resync", self.relay_id, t=_now_ms(),
+                                                            since=lost_since - RESYNC_MARGIN_MS)))
                 if not data:
                     continue
                 try:
@@ -177,10 +223,12 @@ class RedisBroker:
             backoff = min(backoff * 2, 5.0)
 
     async def _handle(self, data: bytes) -> None:
-        try:
-            note = _decode(data)
-        except msgspec.DecodeError:
-            log.warning("broker: ignored a malformed note (%d bytes)", len(data))
+        note = open_note(self.key, data, _now_ms())
+        if note is None:
+            self.rejected += 1
+            if self.rejected == 1 or self.rejected % 1000 == 0:
+                log.warning("broker: dropped a note without a valid tag or stale (%d bytes; %d so far)",
+                            len(data), self.rejected)
             return
         if note.r == self.relay_id:
             return

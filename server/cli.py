@@ -48,17 +48,29 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     from . import logs, migrate
+    from .datalock import DataDirLocked, lock_data_dir
 
+    try:
+        data_lock = lock_data_dir(data_dir)  # held until this process exits
+    except DataDirLocked as exc:
+        print(f"e2ee-relay: {exc}", file=sys.stderr)
+        return 1
     log_config = logs.setup(data_dir, settings.log_format, settings.log_level)
+    try:  # Alembic runs its own event loop: before the server's starts
+        if command == "migrate" or settings.migrate_on_start:
+            migrate.check(settings.db_url, before_upgrade=True)
+            migrate.upgrade(settings.db_url)
+        migrate.check(settings.db_url)
+    except migrate.SchemaMismatch as exc:
+        print(f"e2ee-relay: {exc}", file=sys.stderr)
+        return 1
+    if command == "migrate":
+        return 0
     from sqlalchemy.engine import make_url
 
     logging.getLogger("e2ee.relay").info(
         "data folder %s, database %s, level %d", data_dir,
         make_url(settings.db_url).render_as_string(hide_password=True), settings.level)
-    if command == "migrate" or settings.migrate_on_start:
-        migrate.upgrade(settings.db_url)  # before the event loop starts (Alembic runs its own)
-    if command == "migrate":
-        return 0
 
     import uvicorn
 
@@ -97,6 +109,8 @@ def main(argv: list[str] | None = None) -> int:
         RelayServer(config).run()
     except KeyboardInterrupt:  # uvicorn shut down cleanly, then re-raised the Ctrl+C it captured
         return 130
+    finally:
+        data_lock.close()
     return 0
 
 

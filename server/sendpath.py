@@ -183,14 +183,15 @@ class SendPath:
 
     async def deliver_stored(self, seqs: list[int], user_ids: list[int]) -> int:
         """Deliver already stored messages to those of ``user_ids`` connected to this relay
-        (used for messages stored by another relay). Returns the frames queued."""
+        (used for messages stored by another relay), each only if it was stored for that user
+        (the deliveries table decides, not the note). Returns the frames queued."""
         local = [uid for uid in user_ids if self.hub.online(uid)]
         if not local:
             return 0
         async with self.sessions() as session:
-            rows = await store.messages_by_seq(session, seqs)
-        return sum(self.hub.deliver(local, self._frame_for(m.seq, m.conversation_id, m.sender, m.envelope))
-                   for m in rows)
+            rows = await store.deliveries_by_seq(session, local, seqs)
+        return sum(self.hub.deliver([uid], self._frame_for(m.seq, m.conversation_id, m.sender, m.envelope))
+                   for uid, m in rows)
 
     async def resync_since(self, since_ms: int) -> int:
         """After a broker outage: send every connected user what was stored for them since

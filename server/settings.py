@@ -44,6 +44,9 @@ class Settings:
         default="", metadata={"help": "HS256 secret as >= 64 hex digits (relays behind one load balancer "
                                       "share it); default: generated into data_dir/jwt.secret"}
     )
+    operator_token: str = field(
+        default="", metadata={"help": "bearer token operators present to GET /v1/metrics (>= 32 characters); "
+                                      "default: generated into data_dir/operator.token"})
     jwt_algorithm: str = field(default="HS256", metadata={"help": "HS256 or EdDSA (Ed25519 key in data_dir)"})
     jwt_issuer: str = field(default="e2ee-chat-relay", metadata={"help": "JWT iss"})
     jwt_audience: str = field(default="e2ee-chat", metadata={"help": "JWT aud"})
@@ -129,6 +132,8 @@ class Settings:
                     raise ValueError
             except ValueError:
                 raise ValueError("jwt_secret must be at least 64 hex digits (32 bytes)") from None
+        if self.operator_token and len(self.operator_token) < 32:
+            raise ValueError("operator_token must have at least 32 characters")
         if self.jwt_algorithm not in ("HS256", "EdDSA"):
             raise ValueError("jwt_algorithm must be HS256 or EdDSA")
         if self.sqlite_synchronous.upper() not in ("NORMAL", "FULL", "EXTRA"):
@@ -186,21 +191,11 @@ class Settings:
 
         if self.jwt_algorithm == "HS256" and self.jwt_secret:
             return bytes.fromhex(self.jwt_secret)
-        name = "jwt.secret" if self.jwt_algorithm == "HS256" else "jwt-ed25519.pem"
-        path = self.ensure_data_dir() / name
-        if not path.exists():
-            if self.jwt_algorithm == "HS256":
-                data = secrets.token_bytes(32).hex().encode()
-            else:
-                data = ed25519.Ed25519PrivateKey.generate().private_bytes(
-                    serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-            try:
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-                with os.fdopen(fd, "wb") as f:
-                    f.write(data)
-            except FileExistsError:
-                pass  # another relay process sharing the folder wrote it first
-        data = path.read_bytes()
+        if self.jwt_algorithm == "HS256":
+            data = self._private_file("jwt.secret", lambda: secrets.token_bytes(32).hex().encode())
+        else:
+            data = self._private_file("jwt-ed25519.pem", lambda: ed25519.Ed25519PrivateKey.generate().private_bytes(
+                serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
         if self.jwt_algorithm == "HS256":
             return bytes.fromhex(data.decode().strip())
         return serialization.load_pem_private_key(data, password=None)
@@ -211,18 +206,30 @@ class Settings:
         from cryptography.hazmat.primitives import serialization
         from cryptography.hazmat.primitives.asymmetric import rsa
 
-        path = self.ensure_data_dir() / "relay-l3-key.pem"
+        data = self._private_file("relay-l3-key.pem", lambda: rsa.generate_private_key(
+            public_exponent=65537, key_size=3072).private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+        return serialization.load_pem_private_key(data, password=None)
+
+    def resolve_operator_token(self) -> str:
+        """The bearer token for ``GET /v1/metrics``: ``operator_token``, or ``data_dir/operator.token``
+        (32 random bytes, hex, 0600) made at first start."""
+        if self.operator_token:
+            return self.operator_token
+        return self._private_file("operator.token", lambda: secrets.token_bytes(32).hex().encode()).decode().strip()
+
+    def _private_file(self, name: str, make) -> bytes:
+        """The bytes of ``data_dir/name``; at first use ``make()`` is written there, mode 0600
+        (created exclusively: two processes starting together keep the first one's)."""
+        path = self.ensure_data_dir() / name
         if not path.exists():
-            key = rsa.generate_private_key(public_exponent=65537, key_size=3072)
-            data = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                     serialization.NoEncryption())
             try:
                 fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
                 with os.fdopen(fd, "wb") as f:
-                    f.write(data)
+                    f.write(make())
             except FileExistsError:
                 pass
-        return serialization.load_pem_private_key(path.read_bytes(), password=None)
+        return path.read_bytes()
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None, **overrides) -> Settings:

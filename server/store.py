@@ -118,15 +118,19 @@ async def seq_of(session: AsyncSession, sender_id: int, mid: str) -> int | None:
         select(Message.seq).where(Message.sender_id == sender_id, Message.mid == mid))).scalar_one_or_none()
 
 
-async def messages_by_seq(session: AsyncSession, seqs: list[int]) -> list[StoredMessage]:
-    """Stored messages with these sequence numbers, in ``seq`` order."""
+async def deliveries_by_seq(session: AsyncSession, user_ids: list[int],
+                            seqs: list[int]) -> list[tuple[int, StoredMessage]]:
+    """``(user_id, message)`` for each of ``seqs`` stored *for* one of ``user_ids`` (joined with
+    the deliveries table: a message is never handed to a user it was not stored for), in ``seq``
+    order."""
     rows = await session.execute(
-        select(Message.seq, Message.conversation_id, User.username, Message.envelope)
+        select(Delivery.user_id, Message.seq, Message.conversation_id, User.username, Message.envelope)
+        .join(Message, Message.seq == Delivery.seq)
         .join(User, User.id == Message.sender_id)
-        .where(Message.seq.in_(seqs))
-        .order_by(Message.seq)
+        .where(Delivery.user_id.in_(user_ids), Delivery.seq.in_(seqs))
+        .order_by(Delivery.seq)
     )
-    return [StoredMessage(*r) for r in rows]
+    return [(uid, StoredMessage(*rest)) for uid, *rest in rows]
 
 
 async def delivered_since(session: AsyncSession, user_id: int, since_ms: int, limit: int = 5000) -> list[StoredMessage]:

@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import async_sessionmaker
 from sqlalchemy.orm import Session
 from sqlalchemy.orm import sessionmaker as SyncSessionmaker
@@ -39,8 +40,10 @@ class Writer:
       thread hops per batch cost 0.1 ms on an idle machine and several ms on a loaded one (each
       waits for the scheduler). The WAL is then checkpointed (``PASSIVE``: never blocks the
       writer; this is where the fsync happens) from the writer's thread, at most once every
-      ``CHECKPOINT_INTERVAL_S`` after writes. Without ``inline`` (``FULL``/``EXTRA``: every
-      commit fsyncs) batches run in that thread.
+      ``CHECKPOINT_INTERVAL_S`` after writes. On the loop the connection never waits for SQLite's
+      write lock (``busy_timeout`` 0): when another process holds it, the batch is handed to the
+      writer's thread, which waits there, so the event loop keeps answering (``busy_waits``).
+      Without ``inline`` (``FULL``/``EXTRA``: every commit fsyncs) batches run in that thread.
     * other databases (PostgreSQL/asyncpg): the batch runs through the async session with
       ``run_sync``.
     """
@@ -53,6 +56,8 @@ class Writer:
         self._sync_sessions = SyncSessionmaker(sync_engine, expire_on_commit=False) if sync_engine else None
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="db-writer") if sync_engine else None
         self._inline = inline and sync_engine is not None
+        self._engine = sync_engine
+        self._loop_conn_ready = False  # the event loop thread's connection has busy_timeout 0
         self._db_path = sync_engine.url.database if self._inline else None
         self._checkpointer: sqlite3.Connection | None = None  # used only in the writer's thread
         self._checkpoint: asyncio.Future | None = None
@@ -63,6 +68,7 @@ class Writer:
         self.batches = 0
         self.ops = 0
         self.checkpoints = 0
+        self.busy_waits = 0  # batches that found SQLite locked by another process and waited off the loop
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._loop(), name="db-writer")
@@ -153,13 +159,34 @@ class Writer:
         else:
             self.checkpoints += 1
 
+    def _inline_transaction(self, ops: list[WriteOp]) -> list[Any]:
+        """The batch on the event loop's thread, never waiting for SQLite's write lock: that
+        thread's connection has ``busy_timeout`` 0, so ``BEGIN IMMEDIATE`` fails at once with
+        SQLITE_BUSY while another process holds the lock."""
+        if not self._loop_conn_ready:
+            raw = self._engine.raw_connection()  # SingletonThreadPool: this thread's own connection
+            try:
+                raw.driver_connection.execute("PRAGMA busy_timeout=0")
+            finally:
+                raw.close()
+            self._loop_conn_ready = True
+        return self._sync_transaction(ops)
+
     async def _transaction(self, batch: list[tuple[WriteOp, asyncio.Future]]) -> list[Any]:
         ops = [op for op, _ in batch]
         if self._inline:
             try:
-                return self._sync_transaction(ops)
-            finally:
-                self._after_inline_commit()
+                results = self._inline_transaction(ops)
+            except OperationalError as exc:
+                if not _sqlite_busy(exc):
+                    raise
+                # Another process holds the write lock: wait for it in the writer's thread (its
+                # connection has the usual busy_timeout) so the event loop keeps serving.
+                self.busy_waits += 1
+                log.info("SQLite is locked by another connection: this batch waits off the event loop")
+                return await asyncio.get_running_loop().run_in_executor(self._thread, self._sync_transaction, ops)
+            self._after_inline_commit()
+            return results
         if self._thread is not None:
             return await asyncio.get_running_loop().run_in_executor(self._thread, self._sync_transaction, ops)
         async with self._sessions() as session:
@@ -186,3 +213,9 @@ class Writer:
         for (_, fut), result in zip(live, results, strict=True):
             if not fut.done():
                 fut.set_result(result)
+
+
+def _sqlite_busy(exc: OperationalError) -> bool:
+    """Whether ``exc`` is SQLite's SQLITE_BUSY ("database is locked"), extended codes included."""
+    code = getattr(exc.orig, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF == sqlite3.SQLITE_BUSY

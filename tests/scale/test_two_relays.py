@@ -38,7 +38,7 @@ async def user(url: str, name: str, root, register: bool = True) -> ChatClient:
 async def wait_broker(relay, up: bool, timeout: float = 20) -> None:
     async with httpx2.AsyncClient() as http:
         for _ in range(int(timeout / 0.1)):
-            m = (await http.get(relay.url + "/v1/metrics")).json()
+            m = (await http.get(relay.url + "/v1/metrics", headers=relay.operator_headers)).json()
             if m["broker"]["up"] is up:
                 return
             await asyncio.sleep(0.1)
