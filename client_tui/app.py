@@ -23,8 +23,9 @@ from .chatscreen import ChatScreen
 from .core import ChatClient
 from .login import LoginScreen
 from .messagelog import MessageLog
-from .safe import harmless
+from .safe import harmless, toast
 from .screens import HelpScreen
+from .userwords import describe
 from .widgets import Composer
 
 __all__ = ["ChatApp", "ChatScreen", "harmless"]
@@ -52,7 +53,7 @@ class ChatApp(App):
         conversation: the conversation id to open first (or the result of ``startup``).
         startup: optional ``async (client) -> conversation id`` run first in the session worker
             (log in or register, pick or create the conversation).
-        server, username, profile_root, kdf: defaults for the login screen.
+        server, username, profile_root, kdf, cafile: defaults for the login screen.
     """
 
     CSS_PATH = Path(__file__).with_name("chat.tcss")
@@ -64,13 +65,14 @@ class ChatApp(App):
 
     def __init__(self, client: ChatClient | None = None, conversation: str = "", startup: Startup | None = None,
                  *, server: str = "http://127.0.0.1:8765", username: str = "", profile_root: Path | None = None,
-                 kdf: dict | None = None) -> None:
+                 kdf: dict | None = None, cafile: str | None = None) -> None:
         super().__init__()
         self.client = client
         self.conversation = conversation
         self.startup = startup
         self.connection = "offline"
-        self._login_defaults = {"server": server, "username": username, "profile_root": profile_root, "kdf": kdf}
+        self._login_defaults = {"server": server, "username": username, "profile_root": profile_root, "kdf": kdf,
+                                "cafile": cafile}
         self.chat: ChatScreen | None = None
         self.freeze_gc = True
         self._frozen = False
@@ -78,8 +80,8 @@ class ChatApp(App):
     def on_mount(self) -> None:
         if self.client is None:
             d = self._login_defaults
-            self.push_screen(LoginScreen(d["server"], d["username"], profile_root=d["profile_root"], kdf=d["kdf"]),
-                             self._logged_in)
+            self.push_screen(LoginScreen(d["server"], d["username"], profile_root=d["profile_root"], kdf=d["kdf"],
+                                         cafile=d["cafile"]), self._logged_in)
         elif self.startup is not None:
             self.run_worker(self._startup(), name="startup", exclusive=True)
         else:
@@ -100,11 +102,13 @@ class ChatApp(App):
             if self.client.identity is None:  # not logged in (wrong passphrase, refused ...): ask again
                 self.push_screen(LoginScreen(self.client.server_url, self.client.username,
                                              profile_root=self.client.profile.parent.parent, kdf=self.client.kdf,
-                                             error=f"{exc.message} ({exc.code})"), self._logged_in)
+                                             error=describe(exc), cafile=self.client.cafile), self._logged_in)
                 await self.client.close()
                 self.client = None
                 return
-            self.notify(f"{exc.message} ({exc.code})", severity="error", timeout=30)
+            # logged in on this machine, not at the relay (down, or the password refused): the
+            # session logs in when the relay answers, or asks for the password again
+            toast(self, describe(exc), severity="error", timeout=30)
         self._open_chat()
 
     def _open_chat(self) -> None:
@@ -133,7 +137,8 @@ class ChatApp(App):
         try:
             await client.refresh_conversations()
         except E2EEError as exc:
-            self.notify(f"could not load conversations: {exc.message}", severity="warning")
+            if exc.code != "unreachable":  # offline is on the status bar
+                toast(self, f"could not load conversations: {exc.message}", severity="warning")
         if not self.is_running:  # closed while the conversations loaded (see below)
             return
         if not chat.conversation and client.titles:

@@ -17,6 +17,7 @@ from textual.widgets import Footer, Label, ListItem, ListView, Static
 
 from shared.errors import E2EEError, EnvelopeTooLarge
 
+from .connection import PasswordScreen, StateLog, downgraded, needs_password
 from .core import (
     ChatClient,
     ConnectionState,
@@ -31,9 +32,11 @@ from .core import (
 )
 from .history import Record
 from .inspector import inspect_record
-from .messagelog import MessageLog
+from .messagelog import MAX_ROWS, MessageLog
 from .safe import one_line, plain, toast
 from .screens import ContactScreen, MembersScreen, NewConversationScreen
+from .search import SearchScreen
+from .transport import tls_label
 from .widgets import Composer
 
 NARROW_COLS = 100
@@ -57,6 +60,8 @@ class ChatScreen(Screen):
         Binding("alt+up", "switch_conversation(-1)", "Previous chat", show=False, priority=True),
         Binding("alt+down", "switch_conversation(1)", "Next chat", show=False, priority=True),
         Binding("ctrl+r", "reconnect", "Reconnect now", show=False, priority=True),
+        Binding("ctrl+f", "search", "Search", show=False, priority=True),
+        Binding("slash", "slash", "Search", priority=True),
         Binding("escape", "escape", "Close inspector", show=False),
     ]
 
@@ -70,6 +75,7 @@ class ChatScreen(Screen):
         self.inspected = None  # the inspector's current renderable (tests read it)
         self._shown: dict[str, Text] = {}
         self._label_shown: dict[str, Text] = {}
+        self.state_log = StateLog()
 
     # -- layout ------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -135,6 +141,7 @@ class ChatScreen(Screen):
             state, ("○", "red"))
         t = Text()
         t.append(f"relay {one_line(c.server_url.split('://', 1)[-1])}", style="bold")
+        t.append(f"  {tls_label(c.server_url)}", style="green" if c.server_url.startswith("https") else "yellow")
         t.append(f"  ·  {level}  ·  ")
         t.append(f"{dot[0]} {state}", style=dot[1])
         if event is not None and event.state != "online" and event.detail:
@@ -186,7 +193,8 @@ class ChatScreen(Screen):
             self.open_conversation(event.item.name)
         self.query_one("#composer", Composer).focus()
 
-    def open_conversation(self, cid: str) -> None:
+    def open_conversation(self, cid: str, show: Record | None = None) -> None:
+        """Show conversation ``cid`` (and select the message ``show``, e.g. a search result)."""
         self.conversation = cid
         self.client.mark_read(cid)
         self._update("#title", self.title_text())
@@ -195,16 +203,20 @@ class ChatScreen(Screen):
         self.refresh_conversation_labels()
         if cid in self._conv_order:
             self.query_one("#conversations", ListView).index = self._conv_order.index(cid)
-        self._load(cid)
+        self._load(cid, show)
 
     @work(exclusive=True, group="load-history")
-    async def _load(self, cid: str) -> None:
-        records = await self.client.load_history(cid)
+    async def _load(self, cid: str, show: Record | None = None) -> None:
+        records = await self.client.load_history(cid, limit=MAX_ROWS if show else 200)
+        if show is not None and not any(r.lid == show.lid for r in records):  # older: the page that ends with it
+            records = await self.client.load_history(cid, before=show.pos + 1e-6)
         if cid != self.conversation:
             return
         self.log_view.set_records(records, {r.lid: self.client.mark(r) for r in records})
         self.gaps.pop(cid, None)
         self.refresh_gaps()
+        if show is not None:
+            self.log_view.select_lid(show.lid)
         self.refresh_inspector()
 
     def action_switch_conversation(self, step: int) -> None:
@@ -234,6 +246,11 @@ class ChatScreen(Screen):
             elif isinstance(ev, ConnectionState):
                 self.update_status(ev)
                 self.app.connection = ev.state  # type: ignore[attr-defined]
+                self.state_log.record(ev)
+                if ev.state == "online":
+                    self._reload_conversations()  # they may have changed while this client was away
+                elif needs_password(self.client):
+                    self.ask_password(ev.detail)
             elif isinstance(ev, RttMeasured):
                 status = True
             elif isinstance(ev, KeyChanged) and ev.rollback:
@@ -404,8 +421,44 @@ class ChatScreen(Screen):
 
         self.app.push_screen(ContactScreen(self.client, who, users), done)
 
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        if action == "slash":  # "/" searches unless it is typed into a message
+            composer = self.query_one("#composer", Composer)
+            return not (composer.has_focus and composer.text) and isinstance(self.app.screen, ChatScreen)
+        return True
+
+    def action_slash(self) -> None:
+        self.action_search()
+
+    def action_search(self) -> None:
+        """Search the decrypted history on this machine; the picked message is shown selected."""
+        def done(found: Record | None) -> None:
+            if found is not None:
+                self.open_conversation(found.conversation, show=found)
+
+        self.app.push_screen(SearchScreen(self.client), done)
+
     def action_reconnect(self) -> None:
-        self.client.reconnect_now()
+        """Ctrl+R: try now, whatever the state (after a refused password: ask for it again)."""
+        if needs_password(self.client):
+            self.ask_password(getattr(getattr(self, "_last_state_event", None), "detail", ""))
+        elif downgraded(self.client):
+            toast(self.app, f"the relay runs level {self.client.hello.level}: this client only talks to "
+                  "level-4 (end-to-end encrypted) relays", severity="error")
+        else:
+            self.client.reconnect_now()
+
+    def ask_password(self, reason: str) -> None:
+        """Offer to type the relay password again (once at a time)."""
+        if not any(isinstance(s, PasswordScreen) for s in self.app.screen_stack):
+            self.app.push_screen(PasswordScreen(self.client, reason))
+
+    @work(group="conversations", exclusive=True)
+    async def _reload_conversations(self) -> None:
+        try:
+            await self.client.refresh_conversations()
+        except E2EEError as exc:
+            toast(self.app, f"could not load conversations: {exc.message}", severity="warning")
 
     @property
     def records(self) -> list[Record]:

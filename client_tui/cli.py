@@ -1,19 +1,24 @@
-"""``e2ee-chat``: the terminal client, and headless subcommands for scripts.
+"""``e2ee-chat``: the terminal client, and headless sub-commands for scripts.
 
     e2ee-chat                                              # login screen
     e2ee-chat --user alice --register --with bob           # create alice and a conversation with bob
     e2ee-chat --user bob                                   # open bob's newest conversation
+    e2ee-chat register --user dora [--bits 3072]           # create an account without the window
     e2ee-chat send --user alice --to bob --text "hi"       # send one message, print its seq
-    e2ee-chat tail --user bob [-n 20] [--follow] [--json]  # print messages (cached, then new ones)
-    e2ee-chat keys show|export|import|accept|verify|rotate --user alice ...
+    e2ee-chat tail [--user bob] [-n 20] [--follow] [--json]  # print messages (stored, then new ones)
+    e2ee-chat search [--user bob] TEXT                     # search the history on this machine
+    e2ee-chat keys show|export|import|accept|verify|rotate [CONTACT] ...
 
-Passwords and passphrases are asked for on the terminal (or read from ``E2EE_PASSWORD`` and
-``E2EE_PASSPHRASE`` for scripts). Without ``--with`` or ``--conversation`` the client opens the
-newest conversation the user belongs to. The TUI writes its log to the platform's log folder
-(``client.log``: error codes and sequence numbers, never message text or keys).
+``--user`` defaults to ``E2EE_USER``, else to the only account this machine has for the relay.
+Secrets are asked for on the terminal before anything else runs (twice for a new account), or
+read from ``E2EE_PASSWORD`` and ``E2EE_PASSPHRASE`` for scripts. ``--cafile`` (``E2EE_CAFILE``)
+trusts a relay's own TLS certificate (``e2ee-relay dev-cert`` prints the command). The window
+logs to the platform's log folder (``client.log``: states, refusals, error codes and sequence
+numbers, never message text or keys).
 
-Exit status of the subcommands: 0 done, 1 failed, 3 blocked by a key change waiting for a
-decision (``keys accept`` or ``keys verify``, after comparing fingerprints).
+Exit status: 0 done, 1 failed (one line on standard error, never a traceback), 2 usage, 3 blocked
+by a key change waiting for a decision (``keys accept`` or ``keys verify``, after comparing
+fingerprints), 130 interrupted (Ctrl+C, or Ctrl+D at a prompt).
 """
 
 from __future__ import annotations
@@ -22,11 +27,9 @@ import argparse
 import asyncio
 import contextlib
 import getpass
-import json
 import logging
 import os
 import sys
-import time
 from pathlib import Path
 
 import platformdirs
@@ -35,20 +38,50 @@ from shared.errors import E2EEError, InvalidRequest
 from shared.keys import fingerprint, safety_number
 from shared.names import canonical_username
 
-from . import keystore
+from . import commands, credentials, keystore, profiles
+from .commands import EXIT_BLOCKED, EXIT_FAILED, err
+from .commands import fail as _fail
 from .contacts import kid_token
-from .core import ChatClient, ClientError, Delivered, KeyChangeBlocked, RecordChanged
-from .history import Record
-from .inspector import unreadable_text
+from .core import ChatClient, ClientError, default_profile_root
 from .private import append_private
 from .safe import harmless, one_line
 
-EXIT_FAILED = 1
-EXIT_BLOCKED = 3
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+__all__ = ["EXIT_BLOCKED", "EXIT_FAILED", "build_parser", "main", "run_app"]
+# what each sub-command needs before it starts: the relay password, the keystore passphrase
+NEEDS = {"send": ("password", "passphrase"), "tail": ("password", "passphrase"), "search": ("passphrase",),
+         "register": ("password", "passphrase"), "keys": ()}
+KEYS_NEEDS = {"export": (), "import": ("passphrase",)}
 
 
-def _secret(env: str, prompt: str) -> str:
-    return os.environ.get(env) or getpass.getpass(prompt)
+def _secret(env: str, prompt: str, *, confirm: bool = False, kind: str = "") -> str:
+    """A secret from ``env``, or typed (twice with ``confirm``; the rules of a new one checked).
+
+    Raises:
+        KeyboardInterrupt: Ctrl+C or Ctrl+D at the prompt (the caller exits 130).
+    """
+    value = os.environ.get(env)
+    if value:
+        problem = credentials.check_new(kind, value, None) if confirm else ""
+        if problem:
+            raise InvalidRequest(f"{env}: {problem}", field=kind)
+        return value
+    while True:
+        try:
+            value = getpass.getpass(prompt)
+            if not confirm:
+                return value
+            problem = credentials.check_new(kind, value, None)
+            if not problem:
+                if kind == "passphrase":
+                    print(f"  {credentials.strength(value)}", file=sys.stderr)
+                problem = credentials.check_new(kind, value, getpass.getpass(f"{prompt.rstrip(': ')} again: "))
+        except EOFError:
+            raise KeyboardInterrupt from None
+        if not problem:
+            return value
+        print(f"  {problem}; try again", file=sys.stderr)
 
 
 def _startup(args, password: str, passphrase: str):
@@ -76,16 +109,18 @@ def _common(p: argparse.ArgumentParser, *, sub: bool) -> None:
     default = argparse.SUPPRESS if sub else None
     p.add_argument("--server", default=argparse.SUPPRESS if sub else os.environ.get("E2EE_SERVER",
                                                                                     "http://127.0.0.1:8765"),
-                   help="relay URL (E2EE_SERVER)")
-    p.add_argument("--user", default=default, help="your username")
+                   help="relay address (E2EE_SERVER; default http://127.0.0.1:8765)")
+    p.add_argument("--user", default=default, help="your username (E2EE_USER; default: the only account here)")
     p.add_argument("--profile", type=Path, default=default,
                    help="folder for keystores and caches (E2EE_PROFILE; default: the user data folder)")
+    p.add_argument("--cafile", default=default, help="trust this relay certificate (PEM) too (E2EE_CAFILE)")
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="e2ee-chat", description="End-to-end encrypted terminal chat.",
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="Subcommands: send, tail, keys (e2ee-chat SUBCOMMAND --help).")
+                                epilog="Sub-commands: register, send, tail, search, keys (e2ee-chat SUB-COMMAND "
+                                       "--help).")
     _common(p, sub=False)
     p.add_argument("--register", action="store_true", help="create the account and its keys first")
     p.add_argument("--bits", type=int, default=3072, choices=[2048, 3072, 4096], help="RSA wrap key size")
@@ -93,10 +128,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="start a conversation with these users (comma-separated)")
     p.add_argument("--title", help="title of the new conversation")
     p.add_argument("--conversation", help="open this conversation id")
-    sub = p.add_subparsers(dest="command", metavar="{send,tail,keys}")
+    sub = p.add_subparsers(dest="command", metavar="{register,send,tail,search,keys}")
+    p.subcommands = {}
 
-    s = sub.add_parser("send", help="send one message and print its sequence number")
-    _common(s, sub=True)
+    def add(name: str, text: str) -> argparse.ArgumentParser:
+        sp = sub.add_parser(name, help=text, description=text)
+        _common(sp, sub=True)
+        p.subcommands[name] = sp
+        return sp
+
+    r = add("register", "create an account: keys made here, both secrets typed twice")
+    r.add_argument("--bits", type=int, default=3072, choices=[2048, 3072, 4096], help="RSA wrap key size")
+
+    s = add("send", "send one message and print its sequence number")
     target = s.add_mutually_exclusive_group(required=True)
     target.add_argument("--to", type=lambda v: [u for u in v.split(",") if u],
                         help="recipients (comma-separated); their newest shared conversation, or a new one")
@@ -106,15 +150,19 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--wait-delivered", type=float, default=0, metavar="SECONDS",
                    help="also wait until every member acknowledged it")
 
-    t = sub.add_parser("tail", help="print the latest messages, then new ones")
-    _common(t, sub=True)
+    t = add("tail", "print the latest messages, then new ones (offline: the stored ones)")
     t.add_argument("--conversation", help="only this conversation")
-    t.add_argument("-n", "--lines", type=int, default=10, help="cached messages to print first (default 10)")
+    t.add_argument("-n", "--lines", type=int, default=10, help="stored messages to print first (default 10)")
     t.add_argument("-f", "--follow", action="store_true", help="keep running and print messages as they arrive")
     t.add_argument("--json", action="store_true", help="one JSON object per line")
 
-    k = sub.add_parser("keys", help="show, export, import, accept, verify or rotate keys")
-    _common(k, sub=True)
+    q = add("search", "search your decrypted history on this machine (no relay needed)")
+    q.add_argument("text", help='words (all must occur) or "a phrase"; case does not matter')
+    q.add_argument("--conversation", help="only this conversation")
+    q.add_argument("-n", "--limit", type=int, default=50, help="most results, newest first (default 50)")
+    q.add_argument("--json", action="store_true", help="one JSON object per line")
+
+    k = add("keys", "show, export, import, accept, verify or rotate keys")
     k.add_argument("action", choices=["show", "export", "import", "accept", "verify", "rotate"])
     k.add_argument("contact", nargs="?", help="the contact (accept, verify, show)")
     k.add_argument("--file", type=Path, help="export to / import from this file")
@@ -124,11 +172,34 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+def _default_user(args) -> str | None:
+    """``E2EE_USER``, else the only account with keys here for this relay, else None."""
+    if os.environ.get("E2EE_USER"):
+        return os.environ["E2EE_USER"]
+    root = args.profile or default_profile_root()
+    folder = root / profiles.relay_key(args.server)
+    users = sorted(p.parent.name for p in folder.glob("*/keystore.json"))
+    return users[0] if len(users) == 1 else None
+
+
+def _prepare(parser: argparse.ArgumentParser, argv: list[str] | None):
+    """Parse, fill the defaults from the environment, canonicalise every name; usage errors
+    (exit 2) name the sub-command's own usage."""
     args = parser.parse_args(argv)
+    usage = parser.subcommands.get(args.command, parser) if args.command else parser
     args.profile = getattr(args, "profile", None) or (Path(os.environ["E2EE_PROFILE"])
                                                       if os.environ.get("E2EE_PROFILE") else None)
+    args.cafile = getattr(args, "cafile", None)
+    try:
+        args.server = profiles.normalize_url(args.server)
+    except InvalidRequest as exc:
+        usage.error(exc.message)
+    if args.command and not getattr(args, "user", None):
+        args.user = _default_user(args)
+        if not args.user:
+            usage.error("--user is required (or set E2EE_USER): this machine has no single account for "
+                        f"{args.server}" + ("" if args.command == "register" else "; create one with "
+                                            "e2ee-chat register --user NAME"))
     try:  # every name typed is canonical before it names a profile, a contact or a conversation member
         for attr in ("user", "contact"):
             if getattr(args, attr, None):
@@ -137,17 +208,42 @@ def main(argv: list[str] | None = None) -> int:
             if getattr(args, attr, None):
                 setattr(args, attr, [canonical_username(u) for u in getattr(args, attr)])
     except InvalidRequest as exc:
-        parser.error(exc.message)
-    if args.command is None:
-        return _interactive(args)
-    if not getattr(args, "user", None):
-        parser.error(f"{args.command}: --user is required")
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    runner = {"send": _send, "tail": _tail, "keys": _keys}[args.command]
+        usage.error(exc.message)
+    if args.command == "keys" and args.action in ("import", "export") and not args.file:
+        usage.error(f"keys {args.action} needs --file")
+    return args
+
+
+def _ask_secrets(args) -> None:
+    """Every secret the command needs, asked now: before the event loop runs (a prompt inside it
+    ignored the first Ctrl+C)."""
+    needs = KEYS_NEEDS.get(args.action, ("password", "passphrase")) if args.command == "keys" else \
+        NEEDS.get(args.command, ("password", "passphrase"))
+    new = args.command == "register" or (args.command is None and args.register)
+    args.password = args.passphrase = ""
+    if "password" in needs:
+        args.password = _secret("E2EE_PASSWORD", f"relay password for {args.user}: ", confirm=new, kind="password")
+    if "passphrase" in needs:
+        args.passphrase = _secret("E2EE_PASSPHRASE", "keystore passphrase: ", confirm=new, kind="passphrase")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``e2ee-chat``; returns the exit status (see the module docstring)."""
+    parser = build_parser()
     try:
+        args = _prepare(parser, argv)
+        if args.command is None:
+            return _interactive(args)
+        _ask_secrets(args)
+        logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+        runner = {"send": commands.send, "tail": commands.tail, "keys": _keys, "register": commands.register,
+                  "search": commands.search}[args.command]
         return asyncio.run(runner(args))
     except KeyboardInterrupt:
-        return 130
+        print(file=sys.stderr)  # end the prompt's line
+        return EXIT_INTERRUPTED
+    except (E2EEError, OSError, UnicodeError) as exc:
+        return _fail(exc)
 
 
 class HarmlessFormatter(logging.Formatter):
@@ -180,162 +276,32 @@ def _interactive(args) -> int:
 
     _log_to_file()
     if not args.user:
-        return run_app(ChatApp(server=args.server, profile_root=args.profile))
-    password = _secret("E2EE_PASSWORD", f"relay password for {args.user}: ")
-    passphrase = _secret("E2EE_PASSPHRASE", "keystore passphrase: ")
-    return run_app(ChatApp(ChatClient(args.server, args.user, args.profile),
-                           startup=_startup(args, password, passphrase)))
-
-
-# -- headless subcommands ------------------------------------------------------------------------------
-async def _logged_in(args) -> ChatClient:
-    client = ChatClient(args.server, args.user, args.profile)
-    password = _secret("E2EE_PASSWORD", f"relay password for {args.user}: ")
-    passphrase = _secret("E2EE_PASSPHRASE", "keystore passphrase: ")
-    try:
-        await client.login(password, passphrase)
-    except BaseException:
-        await client.close()
-        raise
-    for text in client.local_warnings:  # what was lost or damaged on this machine, said once, in words
-        print(f"e2ee-chat: warning: {harmless(text)}", file=sys.stderr)
-    return client
-
-
-def _fail(exc: E2EEError) -> int:
-    print(f"e2ee-chat: {exc.message} ({exc.code})", file=sys.stderr)
-    if isinstance(exc, KeyChangeBlocked):
-        for user in exc.users or ():
-            print(f"  review {user}'s new key with: e2ee-chat keys show {user}; then keys accept or keys verify",
-                  file=sys.stderr)
-        return EXIT_BLOCKED
-    return EXIT_FAILED
-
-
-async def _find_conversation(client: ChatClient, to: list[str], title: str | None) -> str:
-    wanted = {client.username, *to}
-    convs = await client.refresh_conversations()
-    for cid in reversed(list(convs)):
-        if set(convs[cid]) == wanted:
-            return cid
-    return await client.create_conversation(title or ", ".join([client.username, *to]), to)
-
-
-async def _send(args) -> int:
-    text = sys.stdin.read() if args.text == "-" else args.text
-    try:
-        client = await _logged_in(args)
-    except E2EEError as exc:
-        return _fail(exc)
-    try:
-        conv = args.conversation or await _find_conversation(client, args.to, args.title)
-        await client.connect()
-        await client.wait_synced()
-        sent = await client.send_text(conv, text)
-        print(f"stored seq={sent.seq} mid={sent.mid} conversation={conv}")
-        if args.wait_delivered:
-            others = {u for u in client.members.get(conv, []) if u != client.username}
-            deadline = time.monotonic() + args.wait_delivered
-            got: set[str] = set()
-            while others - got:
-                ev = await asyncio.wait_for(client.events.get(), max(0.01, deadline - time.monotonic()))
-                if isinstance(ev, Delivered) and ev.seq == sent.seq:
-                    got.add(ev.user)
-            print(f"delivered to {', '.join(sorted(got))}")
-        return 0
-    except TimeoutError:
-        print("e2ee-chat: timed out", file=sys.stderr)
-        return EXIT_FAILED
-    except E2EEError as exc:
-        return _fail(exc)
-    finally:
-        await client.close()
-
-
-def _line(client: ChatClient, r: Record, as_json: bool) -> str:
-    mark = client.mark(r)
-    if as_json:
-        return json.dumps({
-            "seq": r.seq, "conversation": r.conversation, "title": client.titles.get(r.conversation),
-            "sender": r.sender, "sent_at_ms": r.ts, "text": r.text, "state": r.state, "mark": mark,
-            "reason": r.reason or None, "mid": r.mid}, ensure_ascii=False)
-    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.ts / 1000)) if r.ts else "?"
-    glyph = {"verified": "✔", "unverified": "", "warning": " ⚠", "previous": " ↺ (signed by a previous key)",
-             "unreadable": " ✖"}[mark]
-    body = (r.text if r.text is not None and r.state != "unreadable"
-            else f"[{unreadable_text(r.reason, r.sender)}: {r.reason}]")
-    title = harmless(client.titles.get(r.conversation, r.conversation))
-    head = f"{when}  [{title}]  {harmless(r.sender)}{glyph}: "
-    return head + harmless(body).replace("\n", "\n" + " " * 4)
-
-
-async def _tail(args) -> int:
-    try:
-        client = await _logged_in(args)
-    except E2EEError as exc:
-        return _fail(exc)
-    out = sys.stdout
-    try:
-        with contextlib.suppress(E2EEError):
-            await client.refresh_conversations()
-        convs = [args.conversation] if args.conversation else list(client.titles)
-        cached: list[Record] = []
-        for cid in convs:
-            cached += await client.load_history(cid, limit=max(args.lines, 0) or 1)
-        cached.sort(key=lambda r: r.pos)
-        for r in cached[-args.lines:] if args.lines > 0 else []:
-            print(_line(client, r, args.json), file=out, flush=True)
-
-        def show(ev) -> None:
-            if isinstance(ev, RecordChanged) and ev.new and (not args.conversation
-                                                            or ev.record.conversation == args.conversation):
-                if not ev.record.mine:
-                    print(_line(client, ev.record, args.json), file=out, flush=True)
-
-        if args.follow:
-            client.start()
-            while True:
-                show(await client.events.get())
-        await client.connect()
-        await client.wait_synced()
-        while not client.events.empty():
-            show(client.events.get_nowait())
-        return 0
-    except E2EEError as exc:
-        return _fail(exc)
-    finally:
-        await client.close()
+        return run_app(ChatApp(server=args.server, username=_default_user(args) or "", profile_root=args.profile,
+                               cafile=args.cafile))
+    _ask_secrets(args)
+    return run_app(ChatApp(ChatClient(args.server, args.user, args.profile, cafile=args.cafile),
+                           startup=_startup(args, args.password, args.passphrase)))
 
 
 async def _keys(args) -> int:
-    if args.action in ("import", "export") and not args.file:
-        print(f"e2ee-chat: keys {args.action} needs --file", file=sys.stderr)
-        return EXIT_FAILED
     if args.action == "import":
-        client = ChatClient(args.server, args.user, args.profile)
+        client = commands.client_for(args)
         try:
-            passphrase = _secret("E2EE_PASSPHRASE", "keystore passphrase: ")
-            await asyncio.to_thread(keystore.import_from, args.file, client.keystore_path, passphrase, args.user)
+            await asyncio.to_thread(keystore.import_from, args.file, client.keystore_path, args.passphrase, args.user)
             print(f"imported keys of {args.user} into {client.keystore_path}")
             return 0
-        except E2EEError as exc:
-            return _fail(exc)
         finally:
             await client.close()
     if args.action == "export":
-        client = ChatClient(args.server, args.user, args.profile)
+        client = commands.client_for(args)
         try:
             keystore.export_to(client.keystore_path, args.file)
             print(f"exported {client.keystore_path} to {args.file} (still encrypted under your passphrase)")
             return 0
-        except E2EEError as exc:
-            return _fail(exc)
         finally:
             await client.close()
-    try:
-        client = await _logged_in(args)
-    except E2EEError as exc:
-        return _fail(exc)
+    # show, accept and verify work offline from the pinned keys stored here; rotate needs the relay
+    client, online = await commands.logged_in(args, offline_ok=args.action != "rotate")
     try:
         if args.action == "rotate":
             new = await client.rotate_keys()
@@ -343,12 +309,12 @@ async def _keys(args) -> int:
                   f"sign {fingerprint(new.sign_kid)}")
             return 0
         user = args.contact or client.username
-        if user not in client.contacts or args.action in ("show", "verify"):
+        if online and (user not in client.contacts or args.action in ("show", "verify")):
             with contextlib.suppress(ClientError):
                 await client.fetch_keys(user)
         c = client.contacts.get(user)
         if c is None:
-            print(f"e2ee-chat: no keys known for {user}", file=sys.stderr)
+            err(f"no keys known for {user}" + ("" if online else " on this machine (offline)"))
             return EXIT_FAILED
         if args.action == "accept":
             client.accept_key(user)
@@ -360,18 +326,16 @@ async def _keys(args) -> int:
                 return EXIT_BLOCKED
             shown = client.compare(user, args.compare) if args.compare else None
             client.verify_contact(user, shown=shown)
-        _show_contact(client, user)
+        _show_contact(client, user, online)
         return EXIT_BLOCKED if client.contacts[user].pending is not None else 0
-    except E2EEError as exc:
-        return _fail(exc)
     finally:
         await client.close()
 
 
-def _show_contact(client: ChatClient, user: str) -> None:
+def _show_contact(client: ChatClient, user: str, online: bool = True) -> None:
     """Print a contact's keys; during a pending change, the NEW safety number to compare first."""
     c, me = client.contacts[user], client.contacts[client.username]
-    print(f"{user}: {'verified' if c.verified else 'not verified'}")
+    print(f"{user}: {'verified' if c.verified else 'not verified'}" + ("" if online else " (pinned here)"))
     if c.note:
         print(f"  NOTE: {harmless(c.note)}")
     print(f"  wrap key  {fingerprint(c.identity.wrap_kid)}")

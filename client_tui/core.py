@@ -47,7 +47,7 @@ from shared.errors import (
 from shared.keys import DEFAULT_RSA_BITS, Identity, PublicIdentity
 from shared.names import canonical_username
 
-from . import keystore, measure
+from . import keystore, measure, profiles, transport
 from .contacts import ContactChanged, Contacts, KeyChanged, KeyNotShown, LocalDataWarning, Shown
 from .history import History, Record, now_ms
 from .rotate import Rotation, RotationNotSaved
@@ -215,10 +215,6 @@ def default_profile_root() -> Path:
     return Path(platformdirs.user_data_dir("e2ee-chat", appauthor=False))
 
 
-def _url_slug(url: str) -> str:
-    return "".join(c if c.isalnum() else "_" for c in url.split("://", 1)[-1]).strip("_")
-
-
 @dataclass
 class _State:
     cursor: int = 0
@@ -240,7 +236,8 @@ class ChatClient(Contacts, Rotation):
     """One account on one relay.
 
     Args:
-        server_url: relay base URL, e.g. ``http://127.0.0.1:8765`` (``https://`` for TLS).
+        server_url: relay address, e.g. ``http://127.0.0.1:8765`` (``https://`` for TLS), normalised
+            (:func:`client_tui.profiles.normalize_url`); ``cafile``: a certificate to trust (``E2EE_CAFILE``).
         username: the account name, canonicalised here (``Alice`` is ``alice``,
             :func:`shared.names.canonical_username`); the profile folder is named after that form.
         profile_root: folder for per-account files (keystore 0600, contacts, history cache);
@@ -249,11 +246,13 @@ class ChatClient(Contacts, Rotation):
         backoff: ``(first, most)`` reconnect delays in seconds (doubling, with jitter).
     """
 
-    def __init__(self, server_url: str, username: str, profile_root: Path | None = None,
-                 kdf: dict | None = None, backoff: tuple[float, float] = (0.5, 30.0)) -> None:
-        self.server_url = server_url.rstrip("/")
+    def __init__(self, server_url: str, username: str, profile_root: Path | None = None, kdf: dict | None = None,
+                 backoff: tuple[float, float] = (0.5, 30.0), cafile: str | None = None) -> None:
+        self.server_url = profiles.normalize_url(server_url)  # InvalidRequest for what is not an address
         self.username = canonical_username(username)  # InvalidRequest for a name the relay would refuse
-        self.profile = (profile_root or default_profile_root()) / _url_slug(self.server_url) / self.username
+        self.profile = profiles.profile_dir(profile_root or default_profile_root(), server_url, self.username)
+        self.cafile = transport.cafile_from(cafile)
+        self._tls = transport.ssl_context(self.cafile)
         self.kdf = kdf
         self.backoff = backoff
         self.identity: Identity | None = None
@@ -285,7 +284,7 @@ class ChatClient(Contacts, Rotation):
         self._local_key = b""
         self._bundle: keystore.KeyBundle | None = None
         self._keys_lock = asyncio.Lock()  # one rotation step at a time (client_tui.rotate)
-        self._http = httpx2.AsyncClient(base_url=self.server_url, timeout=30)
+        self._http = httpx2.AsyncClient(base_url=self.server_url, timeout=30, verify=self._tls)
         self._ws: ClientConnection | None = None
         self._reader: asyncio.Task | None = None
         self._tasks: set[asyncio.Task] = set()
@@ -324,6 +323,7 @@ class ChatClient(Contacts, Rotation):
         self._local_key = bundle.local_key
         self._bundle = bundle
         self._open_trust(bundle.trust_key, existed=had_trust_key)
+        profiles.remember(self.profile, self.server_url)
         if self.history is None:
             missing = not self.history_path.exists() and self.trust.history_made
             self.history = await History.open(self.history_path, self._local_key)
@@ -375,7 +375,7 @@ class ChatClient(Contacts, Rotation):
         try:
             resp = await self._http.request(method, path, json=body, headers=headers)
         except httpx2.HTTPError as exc:
-            raise ClientError(f"relay unreachable: {type(exc).__name__}", code="unreachable") from None
+            raise ClientError(transport.describe_failure(exc, self.server_url), code="unreachable") from None
         try:
             data = resp.json()
         except ValueError:
@@ -427,6 +427,8 @@ class ChatClient(Contacts, Rotation):
         Raises:
             keystore.WrongPassphrase, keystore.KeystoreError, ClientError.
         """
+        if not self.keystore_path.exists():  # name the profiles this user has instead
+            raise profiles.missing_keystore(self.profile.parent.parent, self.server_url, self.username)
         bundle = await asyncio.to_thread(keystore.load_bundle, self.keystore_path, passphrase)
         await self._open_local(bundle, passphrase)
         await self._login(password)
@@ -434,10 +436,10 @@ class ChatClient(Contacts, Rotation):
         return self.identity
 
     async def _login(self, password: str) -> None:
+        self._password = password  # kept while the relay is unreachable: the session logs in when it returns
         data = await self._request("POST", "/v1/token", {"username": self.username, "password": password},
                                    auth=False)
         self.token, self.token_exp = data["token"], data["expires_at"]
-        self._password = password
 
     async def renew_token(self) -> None:
         """Swap the current token for a fresh one (no password needed while it is valid)."""
@@ -562,12 +564,14 @@ class ChatClient(Contacts, Rotation):
             AuthFailed: the relay refused the token.
             ClientError: anything else went wrong (``unreachable``).
         """
-        await self._ensure_token()
+        # no token yet (started while the relay was down): log in with the password given then
+        await (self._login(self._password) if self.token is None and self._password else self._ensure_token())
         await self._set_state("connecting", self.server_url)
         try:
             ws = await connect(
                 self.ws_url, additional_headers={"Authorization": f"Bearer {self.token}"},
                 compression=None, max_size=2 * 1024 * 1024, open_timeout=10,
+                ssl=self._tls if self.ws_url.startswith("wss:") else None,
             )
         except InvalidStatus as exc:
             status = exc.response.status_code
@@ -575,7 +579,7 @@ class ChatClient(Contacts, Rotation):
                 raise AuthFailed(f"the relay refused the token (HTTP {status})") from None
             raise ClientError(f"websocket refused with HTTP {status}", code="unreachable", status=status) from None
         except (OSError, InvalidHandshake, TimeoutError) as exc:
-            raise ClientError(f"relay unreachable: {type(exc).__name__}", code="unreachable") from None
+            raise ClientError(transport.describe_failure(exc, self.ws_url), code="unreachable") from None
         try:
             hello = frames.decode_relay_frame(await ws.recv())
             if not isinstance(hello, frames.Hello):
@@ -638,8 +642,10 @@ class ChatClient(Contacts, Rotation):
         return self._supervisor
 
     def reconnect_now(self) -> None:
-        """Skip the current backoff wait."""
+        """Skip the current backoff wait; start the session again if it had stopped (refused)."""
         self._wake_reconnect.set()
+        if self._supervisor is not None and self._supervisor.done() and not self._closing:
+            self.start()
 
     async def _supervise(self) -> None:
         attempt = 0
@@ -656,15 +662,11 @@ class ChatClient(Contacts, Rotation):
                 if relogged or not self._password:
                     await self._set_state("refused", f"login refused: {exc.message}")
                     return
-                relogged = True
-                try:
-                    await self._login(self._password)
-                except ClientError as login_exc:
-                    if login_exc.status in (401, 403):
-                        await self._set_state("refused", f"login refused: {login_exc.message}")
-                        return
+                relogged, self.token = True, None  # the next connect() logs in afresh
                 continue
             except (ClientError, OSError) as exc:
+                if getattr(exc, "status", None) in (401, 403):  # the password itself was refused
+                    return await self._set_state("refused", f"login refused: {exc.message}")
                 delay = self._delay(attempt)
                 attempt += 1
                 await self._set_state("offline", getattr(exc, "message", str(exc)), retry_in=delay)
@@ -691,12 +693,7 @@ class ChatClient(Contacts, Rotation):
                 if auth_closes > 1 or not self._password:
                     await self._set_state("refused", f"the relay refused the session: {reason}".strip(": "))
                     return
-                try:
-                    await self._login(self._password)
-                except ClientError as exc:
-                    if exc.status in (401, 403):
-                        await self._set_state("refused", f"login refused: {exc.message}")
-                        return
+                self.token = None  # the next connect() logs in afresh; a refused password ends it there
                 continue
             auth_closes = 0
             if time.monotonic() - started > 10:

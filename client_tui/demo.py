@@ -146,6 +146,15 @@ def print_stored(relay_dir: Path, console: Console) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the demo; Ctrl+C ends it quietly with status 130 (the relays it started are stopped)."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("\ne2ee-demo: interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="e2ee-demo", description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", type=Path, help="folder for the relay and client files (default: a new temp dir)")
     parser.add_argument("--level", type=int, choices=[1, 2, 3, 4],

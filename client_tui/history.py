@@ -315,6 +315,29 @@ class History:
         rows = await self._call(self._select, "lid=?", (lid,))
         return rows[0] if rows else None
 
+    def _search(self, match, conversation: str | None, limit: int) -> list[Record]:
+        assert self._db is not None
+        q = f"SELECT {_COLUMNS} FROM messages WHERE body IS NOT NULL"  # noqa: S608 - constants; values bound
+        args: tuple = ()
+        if conversation is not None:
+            q, args = q + " AND conversation=?", (conversation,)
+        found: list[Record] = []
+        for row in self._db.execute(q + " ORDER BY pos DESC, id DESC", args):
+            rec = self._row(row)  # decrypted here, in memory only
+            if rec.text is not None and match(rec.text):
+                found.append(rec)
+                if len(found) >= limit:
+                    break
+        return found
+
+    async def search(self, match, conversation: str | None = None, limit: int = 100) -> list[Record]:
+        """Records whose decrypted text ``match(text)`` accepts, newest first, at most ``limit``.
+
+        The text is decrypted row by row in the history thread and dropped after the test:
+        there is no index, and nothing readable is written anywhere.
+        """
+        return await self._call(self._search, match, conversation, limit)
+
     def _conversations(self) -> list[dict[str, Any]]:
         assert self._db is not None
         return [{"id": cid, "title": t, "members": json.loads(m), "unread": u, "active": bool(a)}

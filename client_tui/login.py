@@ -27,10 +27,10 @@ class LoginScreen(Screen[ChatClient]):
     BINDINGS = [Binding("escape", "app.quit", "Quit", show=True)]
 
     def __init__(self, server: str, username: str = "", *, profile_root=None, kdf: dict | None = None,
-                 bits: int = 3072, error: str = "") -> None:
+                 bits: int = 3072, error: str = "", cafile: str | None = None) -> None:
         super().__init__()
         self.server, self.username, self.profile_root, self.kdf, self.bits = server, username, profile_root, kdf, bits
-        self.first_error = error
+        self.first_error, self.cafile = error, cafile
 
     @staticmethod
     def _row(label: str, field: Input, row_id: str) -> Horizontal:
@@ -118,7 +118,8 @@ class LoginScreen(Screen[ChatClient]):
         self._error("")
         client = None
         try:
-            client = ChatClient(server, username, self.profile_root, kdf=self.kdf)  # canonical name, or refused
+            # canonical name and a relay address, or refused
+            client = ChatClient(server, username, self.profile_root, kdf=self.kdf, cafile=self.cafile)
             if register:
                 self.query_one("#login-error", Label).update(f"generating an RSA-{bits} key in a thread…")
                 await client.register(password, passphrase, bits=bits)

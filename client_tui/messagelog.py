@@ -343,6 +343,14 @@ class MessageLog(ScrollView, can_focus=True):
         self.refresh()
         self.post_message(self.Selected(self.selected_record))
 
+    def select_lid(self, lid: str) -> None:
+        """Select the message with local id ``lid`` (the view stops following new messages)."""
+        for i, row in enumerate(self.rows):
+            if row.key == lid:
+                self.following = self._force_follow = self._follow = False
+                self.select(i)
+                return
+
     def action_select(self, step: int) -> None:
         rows = [i for i, r in enumerate(self.rows) if r.record is not None]
         if not rows:

@@ -44,7 +44,11 @@ def main(argv: list[str] | None = None) -> int:
         from .devcert import write_dev_cert
 
         cert, key = write_dev_cert(data_dir / "tls")
-        print(f"wrote {cert} and {key}\nserve with: e2ee-relay --ssl-certfile {cert} --ssl-keyfile {key}")
+        port = settings.port
+        print(f"wrote {cert} and {key}\n"
+              f"serve with:   e2ee-relay --ssl-certfile {cert} --ssl-keyfile {key}\n"
+              f"connect with: e2ee-chat --server https://127.0.0.1:{port} --cafile {cert}\n"
+              f"              (or export E2EE_SERVER=https://127.0.0.1:{port} E2EE_CAFILE={cert})")
         return 0
 
     from . import logs, migrate

@@ -8,7 +8,7 @@ import pytest
 from textual.widgets import Select
 
 from client_tui.app import ChatApp
-from client_tui.core import ConnectionState, Contact, ConversationsChanged, KeyChanged
+from client_tui.core import ConnectionState, ConversationsChanged, KeyChanged
 from client_tui.login import LoginScreen
 from client_tui.screens import ContactScreen, HelpScreen, MembersScreen, NewConversationScreen
 from tests.client.conftest import screen_ready, wait_until
@@ -34,8 +34,7 @@ async def hostile_world(tmp_path, identities):
     """bob's offline client whose conversations, members, contacts and messages carry every
     hostile string: one conversation per string (title), and a hostile member name."""
     client, relay = await offline_client(tmp_path / "c", identities)
-    evil = "[b]eve[/b]\x1b[2J"
-    client.contacts[evil] = Contact(identities["carol"].public)
+    evil = "[b]eve[/b]\x1b[2J"  # a member name as a hostile relay lists it (never a pinned contact's name)
     for i, s in enumerate(HOSTILE):
         client.titles[f"conv-h{i}"] = s
         client.members[f"conv-h{i}"] = ["alice", "bob", s]
@@ -95,13 +94,12 @@ async def test_every_screen_and_dialog_shows_hostile_strings_as_text(hostile_wor
         await pilot.press("escape")
         await wait_until(lambda: app.screen is app.chat)
 
-        # keys: the contact picker lists a hostile name
+        # keys of the members (a hostile member name is no contact: not offered)
         await pilot.press("ctrl+k")
         await wait_until(lambda: screen_ready(app, ContactScreen))
-        app.screen.query_one("#who", Select).value = evil
         await pilot.pause()
-        text = assert_clean(app)
-        assert "[b]eve[/b]" in text
+        assert evil not in [v for _, v in app.screen.query_one("#who", Select)._options]
+        assert_clean(app)
         await pilot.press("escape")
         await wait_until(lambda: app.screen is app.chat)
 

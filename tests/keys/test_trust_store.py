@@ -131,14 +131,15 @@ async def test_the_cli_says_what_was_lost(world, monkeypatch, capsys):
     (alice.profile / FILE_NAME).write_bytes(b"")
     client = ChatClient(relay.url, "alice", world.root / "clients", kdf=FAST_KDF)
     world.clients.append(client)
-    from client_tui import cli
+    from client_tui import cli, commands
 
     monkeypatch.setenv("E2EE_PASSWORD", PASSWORD)
     monkeypatch.setenv("E2EE_PASSPHRASE", passphrase("alice"))
     args = cli.build_parser().parse_args(["keys", "show", "--user", "alice", "--server", relay.url,
                                           "--profile", str(world.root / "clients")])
     args.profile = world.root / "clients"
-    logged = await cli._logged_in(args)
+    args.cafile, args.password, args.passphrase = None, PASSWORD, passphrase("alice")
+    logged, _ = await commands.logged_in(args)
     err = capsys.readouterr().err
     assert "warning: Your trust store (trust.sealed) was damaged" in err
     await logged.close()

@@ -1,0 +1,202 @@
+"""Headless sub-commands of ``e2ee-chat`` for scripts: ``register``, ``send``, ``tail``, ``search``
+(``keys`` lives in :mod:`.cli`). Secrets are gathered by the caller *before* the event loop
+starts (so the first Ctrl+C at a prompt ends the program); errors reach the user through
+:func:`fail` as one line.
+
+``tail`` and ``search`` work from the history stored on this machine when the relay cannot be
+reached (and say so on standard error); ``search`` never needs the relay at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import sys
+import time
+
+from shared.errors import E2EEError
+from shared.keys import fingerprint
+
+from . import keystore, profiles
+from .core import ChatClient, ClientError, Delivered, KeyChangeBlocked, RecordChanged
+from .history import Record
+from .inspector import unreadable_text
+from .safe import harmless, one_line
+from .search import matcher
+from .userwords import describe
+
+EXIT_FAILED = 1
+EXIT_BLOCKED = 3
+
+
+def err(text: str) -> None:
+    print(f"e2ee-chat: {text}", file=sys.stderr, flush=True)
+
+
+def fail(exc: BaseException) -> int:
+    """Print ``exc`` as one line (no class names, no traceback); the exit status it means."""
+    err(describe(exc))
+    if isinstance(exc, KeyChangeBlocked):
+        for user in exc.users or ():
+            print(f"  review {one_line(user)}'s new key with: e2ee-chat keys show {one_line(user)}; then keys "
+                  "accept or keys verify", file=sys.stderr)
+        return EXIT_BLOCKED
+    return EXIT_FAILED
+
+
+def client_for(args) -> ChatClient:
+    return ChatClient(args.server, args.user, args.profile, cafile=args.cafile)
+
+
+async def open_local(client: ChatClient, passphrase: str) -> None:
+    """Open the keystore and the local stores (history, contacts) without the relay.
+
+    Raises:
+        KeystoreError (naming the profiles that exist when there is none here), WrongPassphrase.
+    """
+    if not client.keystore_path.exists():
+        raise profiles.missing_keystore(client.profile.parent.parent, client.server_url, client.username)
+    bundle = await asyncio.to_thread(keystore.load_bundle, client.keystore_path, passphrase)
+    await client._open_local(bundle, passphrase)
+
+
+async def logged_in(args, *, offline_ok: bool = False) -> tuple[ChatClient, bool]:
+    """The user's client, logged in; with ``offline_ok`` a relay that cannot be reached leaves it
+    open on this machine only (``online`` False, a note on standard error)."""
+    client = client_for(args)
+    try:
+        await client.login(args.password, args.passphrase)
+    except ClientError as exc:
+        if not (offline_ok and exc.code == "unreachable" and client.identity is not None):
+            await client.close()
+            raise
+        err(f"offline: {describe(exc)}; showing what is stored on this machine")
+        online = False
+    except BaseException:
+        await client.close()
+        raise
+    else:
+        online = True
+    for text in client.local_warnings:  # what was lost or damaged on this machine, said once, in words
+        err(f"warning: {harmless(text)}")
+    return client, online
+
+
+async def register(args) -> int:
+    client = client_for(args)
+    try:
+        print(f"generating an RSA-{args.bits} key for {client.username}…", file=sys.stderr, flush=True)
+        ident = await client.register(args.password, args.passphrase, bits=args.bits)
+        print(f"registered {client.username} at {client.server_url}\n  wrap key  {fingerprint(ident.wrap_kid)}\n"
+              f"  sign key  {fingerprint(ident.sign_kid)}\n  keys in   {client.keystore_path}")
+        print(f"next: e2ee-chat --user {client.username}   (or: e2ee-chat send --user {client.username} "
+              "--to NAME --text TEXT)")
+        return 0
+    finally:
+        await client.close()
+
+
+async def _find_conversation(client: ChatClient, to: list[str], title: str | None) -> str:
+    wanted = {client.username, *to}
+    convs = await client.refresh_conversations()
+    for cid in reversed(list(convs)):
+        if set(convs[cid]) == wanted:
+            return cid
+    return await client.create_conversation(title or ", ".join([client.username, *to]), to)
+
+
+async def send(args) -> int:
+    text = sys.stdin.read() if args.text == "-" else args.text
+    client, _ = await logged_in(args)
+    try:
+        conv = args.conversation or await _find_conversation(client, args.to, args.title)
+        await client.connect()
+        await client.wait_synced()
+        sent = await client.send_text(conv, text)
+        print(f"stored seq={sent.seq} mid={sent.mid} conversation={conv}")
+        if args.wait_delivered:
+            others = {u for u in client.members.get(conv, []) if u != client.username}
+            deadline = time.monotonic() + args.wait_delivered
+            got: set[str] = set()
+            while others - got:
+                ev = await asyncio.wait_for(client.events.get(), max(0.01, deadline - time.monotonic()))
+                if isinstance(ev, Delivered) and ev.seq == sent.seq:
+                    got.add(ev.user)
+            print(f"delivered to {', '.join(sorted(got))}")
+        return 0
+    except TimeoutError:
+        err("timed out")
+        return EXIT_FAILED
+    finally:
+        await client.close()
+
+
+def line(client: ChatClient, r: Record, as_json: bool) -> str:
+    """One message for a terminal (harmless) or as one JSON object (exact text)."""
+    mark = client.mark(r)
+    if as_json:
+        return json.dumps({
+            "seq": r.seq, "conversation": r.conversation, "title": client.titles.get(r.conversation),
+            "sender": r.sender, "sent_at_ms": r.ts, "text": r.text, "state": r.state, "mark": mark,
+            "reason": r.reason or None, "mid": r.mid}, ensure_ascii=False)
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.ts / 1000)) if r.ts else "?"
+    glyph = {"verified": "✔", "unverified": "", "warning": " ⚠", "previous": " ↺ (signed by a previous key)",
+             "unreadable": " ✖"}[mark]
+    body = (r.text if r.text is not None and r.state != "unreadable"
+            else f"[{unreadable_text(r.reason, r.sender)}: {r.reason}]")
+    title = one_line(client.titles.get(r.conversation, r.conversation))
+    head = f"{when}  [{title}]  {one_line(r.sender)}{glyph}: "
+    return head + harmless(body).replace("\n", "\n" + " " * 4)
+
+
+async def tail(args) -> int:
+    client, online = await logged_in(args, offline_ok=True)
+    out = sys.stdout
+    try:
+        if online:
+            with contextlib.suppress(E2EEError):
+                await client.refresh_conversations()
+        convs = [args.conversation] if args.conversation else list(client.titles)
+        cached: list[Record] = []
+        for cid in convs:
+            cached += await client.load_history(cid, limit=max(args.lines, 0) or 1)
+        cached.sort(key=lambda r: r.pos)
+        for r in cached[-args.lines:] if args.lines > 0 else []:
+            print(line(client, r, args.json), file=out, flush=True)
+
+        def show(ev) -> None:
+            if isinstance(ev, RecordChanged) and ev.new and (not args.conversation
+                                                            or ev.record.conversation == args.conversation):
+                if not ev.record.mine:
+                    print(line(client, ev.record, args.json), file=out, flush=True)
+
+        if args.follow:  # offline too: the session logs in when the relay answers
+            client.start()
+            while True:
+                show(await client.events.get())
+        if not online:
+            return 0
+        await client.connect()
+        await client.wait_synced()
+        while not client.events.empty():
+            show(client.events.get_nowait())
+        return 0
+    finally:
+        await client.close()
+
+
+async def search(args) -> int:
+    """Search the decrypted history on this machine (no relay; nothing written)."""
+    client = client_for(args)
+    try:
+        await open_local(client, args.passphrase)
+        found = await client.history.search(matcher(args.text), args.conversation, limit=args.limit)
+        for r in reversed(found):
+            print(line(client, r, args.json), flush=True)
+        if not found:
+            err(f"no message matches {one_line(args.text)!r}")
+            return EXIT_FAILED
+        return 0
+    finally:
+        await client.close()
