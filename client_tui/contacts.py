@@ -179,7 +179,7 @@ class Contacts:
         ``previous_safety``): the number the user compares is always the one of the keys that
         "verify" would pin.
         """
-        user = canonical_username(user)
+        user = self._contact_name(user)
         contact, me = self.contacts.get(user), self.contacts.get(self.username)
         if contact is None or me is None:
             return None
@@ -212,8 +212,13 @@ class Contacts:
         raise KeyNotShown(f"what you compared is not the safety number of {user}'s "
                           f"{'new' if shown.new else 'pinned'} keys: nothing was verified", field="compare")
 
+    def _contact_name(self, user: str) -> str:
+        """``user`` as the contacts are keyed: as given if pinned so (a name the relay delivered is
+        looked up, never reshaped), else its canonical form (InvalidRequest if it has none)."""
+        return user if user in self.contacts else canonical_username(user)
+
     def _decide(self, user: str, decision: str, shown: tuple[str, str] | None) -> None:
-        user = canonical_username(user)
+        user = self._contact_name(user)
         contact = self.contacts.get(user)
         if contact is None:
             raise KeyNotShown(f"no keys pinned for {user}", field="user")

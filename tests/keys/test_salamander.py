@@ -7,7 +7,7 @@ import os
 
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from tests.keys.salamander import salamander
+from client_tui.salamander import salamander
 
 
 def test_one_gcm_ciphertext_authenticates_under_two_keys():

@@ -1,7 +1,7 @@
 """An "invisible salamander" (Dodis, Grubbs, Ristenpart, Woodage 2018): one AES-GCM ciphertext and
-tag that authenticate under two different keys. This is the hostile sender's tool in the key
-commitment tests; it is attack code for tests, not part of the product (which uses only
-``cryptography``'s AEAD).
+tag that authenticate under two different keys: the hostile sender's tool of ``e2ee-demo --attacks``
+and of the key-commitment tests. Attack code, used by nothing that seals or opens messages (those
+use only ``cryptography``'s AEAD).
 
 GCM's tag is ``GHASH_H(A, C) xor E_K(J0)`` with ``H = E_K(0^128)`` (NIST SP 800-38D). GHASH is
 linear in each ciphertext block, so with one block left free the equation tag(K1) = tag(K2) is
