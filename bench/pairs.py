@@ -46,7 +46,7 @@ def identity_from_json(d: dict[str, str]) -> Identity:
 async def _child(spec: dict) -> None:
     from .primitives import text_of
     from .relays import client_ssl
-    from .wsclient import BenchClient, Timing
+    from .wsclient import HEADS, BenchClient, Timing
 
     ssl_ctx = client_ssl(spec["cafile"]) if spec.get("cafile") else None
     a, b = (BenchClient(spec["urls"][i], identity_from_json(spec[k]), spec["level"], ssl=ssl_ctx)
@@ -59,6 +59,7 @@ async def _child(spec: dict) -> None:
         c.trust([a.identity.public, b.identity.public])
         await c.connect()
     cid, text = spec["cid"], text_of(spec["size"])
+    HEADS[cid] = tuple(spec["head"])  # the membership head the parent's conversation was created at
     recipients = [a.identity.public, b.identity.public]
 
     async def one() -> Timing:

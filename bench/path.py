@@ -47,7 +47,7 @@ from .relays import (
     start_relay,
 )
 from .timing import summarize
-from .wsclient import BenchClient, Timing
+from .wsclient import HEADS, BenchClient, Timing
 
 MAX_SAMPLES_KEPT = 2000
 ARRANGEMENT = ("Each pair's two clients run in a process of their own (bench/pairs.py; its sender and "
@@ -74,7 +74,7 @@ async def register_pairs(url_pair: tuple[str, str], people: list[Identity], leve
             c = BenchClient(url_pair[i % 2], ident, level, ssl=ssl_ctx)
             await c.register(http)
             clients.append(c)
-        return [(a, b, await a.create_conversation(http, [b.username]))
+        return [(a, b, await a.create_conversation(http, [b.identity.public]))
                 for a, b in zip(clients[0::2], clients[1::2], strict=True)]
 
 
@@ -89,7 +89,7 @@ async def measure_pairs(pairs: list[tuple], level: int, metrics_urls: list[str],
     children = []
     for a, b, cid in pairs:
         children.append(PairProcess({
-            "level": level, "cid": cid, "size": size, "messages": messages, "warmup": warmup,
+            "level": level, "cid": cid, "head": HEADS[cid], "size": size, "messages": messages, "warmup": warmup,
             "urls": list(ws_urls) if ws_urls else [a.base_url, b.base_url], "cafile": str(cafile) if cafile else None,
             "a": identity_to_json(a.identity), "b": identity_to_json(b.identity), "token_a": a.token,
             "token_b": b.token, "counter_start": counter_start, "pings": pings}))
@@ -194,7 +194,7 @@ async def jwt_probe(people: list[Identity], workdir: Path, messages: int = 20) -
         async with httpx2.AsyncClient(base_url=relay.url, timeout=30) as http:
             await a.register(http)
             await b.register(http)
-            cid = await a.create_conversation(http, [b.username])
+            cid = await a.create_conversation(http, [b.identity.public])
             await a.connect()
             await b.connect()
             registry: dict[str, Timing] = {}

@@ -38,7 +38,7 @@ from shared.keys import Identity
 
 from .primitives import text_of
 from .relays import OPERATOR_HEADERS, start_relay
-from .wsclient import BenchClient
+from .wsclient import BenchClient, seal_to_head
 
 
 def _start_echo(workdir: Path) -> tuple[subprocess.Popen, int]:
@@ -109,7 +109,7 @@ async def _relay_run(people: list[Identity], messages: int, window: int, workdir
                 clients.append(c)
             pairs = []
             for a, b in zip(clients[0::2], clients[1::2], strict=True):
-                pairs.append((a, b, await a.create_conversation(http, [b.username])))
+                pairs.append((a, b, await a.create_conversation(http, [b.identity.public])))
         progress(f"relay: sealing {messages * len(clients)} envelopes before the clock starts")
         text = text_of(1024)
         plan: dict[BenchClient, list[tuple[str, str]]] = {}
@@ -117,7 +117,7 @@ async def _relay_run(people: list[Identity], messages: int, window: int, workdir
             for src, dst in ((a, b), (b, a)):
                 items = []
                 for i in range(messages):
-                    env = envelope.seal(text, src.identity, cid, [a.identity.public, b.identity.public], counter=i + 1)
+                    env = seal_to_head(text, src.identity, cid, [a.identity.public, b.identity.public], counter=i + 1)
                     mid = envelope.parse(env).header.mid
                     items.append((mid, frames.encode(frames.Send(cid, msgspec.Raw(env))).decode()))
                 plan[src] = items
@@ -212,7 +212,8 @@ async def run_async(clients: int = 50, messages: int = 100, window: int = 8, bit
             fsync = await _relay_run(people, messages, window, work / "relay-full", step, "FULL")
         step(f"echo app: {clients} clients x {messages} frames, window {window}")
         sample = frames.encode(frames.Send("c" * 32, msgspec.Raw(
-            envelope.seal(text_of(1024), people[0], "c1", [people[0].public, people[1].public], counter=1)))).decode()
+            envelope.seal(text_of(1024), people[0], "c1", [people[0].public, people[1].public], counter=1,
+                          epoch=1, head="A" * 43)))).decode()
         echo = await _echo_run([[sample] * messages for _ in range(clients)], window, work)
     ratio = relay["throughput_msgs_per_s"] / echo["throughput_msgs_per_s"]
     return {"params": {"clients": clients, "messages": messages, "window": window, "bits": bits, "size": 1024},

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import ssl as ssl_module
 import time
 from dataclasses import dataclass, field
@@ -20,11 +21,23 @@ import msgspec
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
-from shared import envelope, frames, l3, plain
+from shared import envelope, frames, l3, membership, plain
 from shared.b64 import b64u_decode, b64u_encode
 from shared.keys import Identity, PublicIdentity, load_wrap_public_key, spki_der
 
 _now = time.perf_counter
+
+HEADS: dict[str, tuple[int, str]] = {}
+"""The membership head (epoch, statement hash) of every conversation this run created."""
+
+
+def seal_to_head(text: str | bytes, sender: Identity, conversation: str, recipients: list[PublicIdentity], *,
+                 counter: int) -> bytes:
+    """``envelope.seal`` to the conversation's membership head (:data:`HEADS`), the recipients
+    in the log's member order (sorted by username), as the relay requires."""
+    epoch, head = HEADS[conversation]
+    ordered = sorted(recipients, key=lambda p: p.username.encode())
+    return envelope.seal(text, sender, conversation, ordered, counter=counter, epoch=epoch, head=head)
 
 
 @dataclass
@@ -96,13 +109,18 @@ class BenchClient:
             raise RuntimeError(f"login {self.username}: {r.status_code} {r.text[:200]}")
         self.token = r.json()["token"]
 
-    async def create_conversation(self, http: httpx2.AsyncClient, members: list[str]) -> str:
-        """Create a conversation with ``members``; returns its id."""
-        r = await http.post("/v1/conversations", json={"title": "bench", "members": members},
+    async def create_conversation(self, http: httpx2.AsyncClient, members: list[PublicIdentity]) -> str:
+        """Create a conversation with ``members`` from a signed creation statement; returns its id
+        (its membership head goes into :data:`HEADS`, for every client of this run to seal to)."""
+        cid = b64u_encode(os.urandom(16))
+        created = membership.create(self.identity, cid, "bench", [membership.member_of(p) for p in
+                                                                  (self.identity.public, *members)])
+        r = await http.post("/v1/conversations", json={"statement": created.signed},
                             headers={"Authorization": f"Bearer {self.token}"})
         if r.status_code != 201:
             raise RuntimeError(f"conversation: {r.status_code} {r.text[:200]}")
-        return r.json()["id"]
+        HEADS[cid] = (created.ep, created.hash)
+        return cid
 
     def trust(self, people: list[PublicIdentity]) -> None:
         """Pin the senders' signing keys (L4 receivers verify against them)."""
@@ -143,7 +161,7 @@ class BenchClient:
         t = Timing(t_send=_now())
         if self.level == 4:
             self._ctr += 1
-            env = envelope.seal(text, self.identity, conversation, recipients, counter=self._ctr)
+            env = seal_to_head(text, self.identity, conversation, recipients, counter=self._ctr)
             t1 = _now()
             mid = envelope.parse(env).header.mid  # the client core reads it back the same way
             t2 = _now()

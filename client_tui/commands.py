@@ -162,13 +162,14 @@ async def tail(args) -> int:
         for cid in convs:
             cached += await client.load_history(cid, limit=max(args.lines, 0) or 1)
         cached.sort(key=lambda r: r.pos)
+        printed = {r.lid for r in cached}  # lines the refresh above added are in the cache already
         for r in cached[-args.lines:] if args.lines > 0 else []:
             print(line(client, r, args.json), file=out, flush=True)
 
         def show(ev) -> None:
             if isinstance(ev, RecordChanged) and ev.new and (not args.conversation
                                                             or ev.record.conversation == args.conversation):
-                if not ev.record.mine:
+                if not ev.record.mine and ev.record.lid not in printed:
                     print(line(client, ev.record, args.json), file=out, flush=True)
 
         if args.follow:  # offline too: the session logs in when the relay answers

@@ -47,9 +47,19 @@ from shared.errors import (
 from shared.keys import DEFAULT_RSA_BITS, Identity, PublicIdentity
 from shared.names import canonical_username
 
-from . import keystore, measure, profiles, transport
+from . import keystore, measure, membership_ops, profiles, transport
 from .contacts import ContactChanged, Contacts, KeyChanged, KeyNotShown, LocalDataWarning, Shown
+from .errors import (  # noqa: F401 - re-exported: callers import them from here
+    AudienceGrew,
+    ClientError,
+    DowngradeRefused,
+    KeyChangeBlocked,
+    LogUnavailable,
+    MemberWithoutKey,
+    SenderKeyUnavailable,
+)
 from .history import History, Record, now_ms
+from .membership import Audience, Membership
 from .rotate import Rotation, RotationNotSaved
 from .trust import Contact
 
@@ -67,58 +77,6 @@ ACK_DELAY_S = 0.05
 SEND_TIMEOUT_S = 30.0
 MAX_RESEALS = 3
 KEY_REFETCH_S = 5.0
-
-
-class SenderKeyUnavailable(Exception):
-    """A message's sender has no pinned key and the relay could not be reached to fetch it.
-
-    Not an :class:`E2EEError`: the message is not "could not verify", it is not processed yet.
-    The reader drops the connection without advancing the cursor or acknowledging it, so the
-    message comes again by the sync after the reconnect, and the key is fetched then.
-    """
-
-    def __init__(self, user: str) -> None:
-        super().__init__(f"{user}'s keys could not be fetched: relay unreachable")
-        self.user = user
-
-
-class ClientError(E2EEError):
-    """A request to the relay failed; ``code`` is the relay's error code when it sent one."""
-
-    code = "client_error"
-
-    def __init__(self, message: str, *, code: str | None = None, field: str | None = None,
-                 detail: dict | None = None, status: int | None = None) -> None:
-        super().__init__(message, field=field)
-        if code:
-            self.code = code
-        self.detail = detail
-        self.status = status
-
-
-class DowngradeRefused(E2EEError):
-    """The relay announced a security level below the one this client requires (4)."""
-
-    code = "downgrade_refused"
-
-
-class KeyChangeBlocked(E2EEError):
-    """A member's key changed since it was pinned; sending waits until the user accepts it.
-
-    ``users`` names every member whose change waits for a decision.
-    """
-
-    code = "key_change_blocked"
-
-    def __init__(self, message: str, *, field: str | None = None, users: tuple[str, ...] = ()) -> None:
-        super().__init__(message, field=field)
-        self.users = users
-
-
-class MemberWithoutKey(E2EEError):
-    """A member of the conversation has published no key: nobody can send to them."""
-
-    code = "member_without_key"
 
 
 # -- events the core emits ---------------------------------------------------------------------------
@@ -263,6 +221,7 @@ class ChatClient(Contacts, Rotation):
         self.events: asyncio.Queue[Event] = asyncio.Queue()
         self.trust = None  # the sealed trust store (client_tui.trust), once the keystore is open
         self._loose: dict[str, Contact] = {}
+        self.membership = Membership(self)  # the verified logs: who is in each conversation
         self.local_warnings: list[str] = []  # what was lost or damaged on this machine, in words
         self.members: dict[str, list[str]] = {}
         self.titles: dict[str, str] = {}
@@ -324,6 +283,7 @@ class ChatClient(Contacts, Rotation):
         self._bundle = bundle
         self._open_trust(bundle.trust_key, existed=had_trust_key)
         profiles.remember(self.profile, self.server_url)
+        self.membership.load()  # the verified heads, kept in the trust store
         if self.history is None:
             missing = not self.history_path.exists() and self.trust.history_made
             self.history = await History.open(self.history_path, self._local_key)
@@ -465,75 +425,28 @@ class ChatClient(Contacts, Rotation):
 
     # -- conversations --------------------------------------------------------------------------------
     async def create_conversation(self, title: str, members: list[str]) -> str:
-        """Create a conversation with ``members`` (the creator is added); returns its id.
-
-        Every member's keys are fetched (and pinned) first, so a member without keys is named
-        before anything is created.
-
-        Raises:
-            MemberWithoutKey, ClientError (``not_found`` for unknown users), InvalidRequest (a name
-            that is not a valid username).
-        """
-        members = [canonical_username(m) for m in members]
-        for user in members:
-            if user != self.username and user not in self.contacts:
-                await self._fetch_for_send(user)
-        data = await self._request("POST", "/v1/conversations", {"title": title, "members": members})
-        self.members[data["id"]] = data["members"]
-        self.titles[data["id"]] = data["title"]
-        self.inactive.discard(data["id"])
-        if self.history is not None:
-            await self.history.save_conversations([(data["id"], data["title"], data["members"])])
-        await self.events.put(ConversationsChanged(data["id"]))
-        return data["id"]
-
-    async def refresh_conversations(self) -> dict[str, list[str]]:
-        """Reload the conversations I belong to: ``{id: [member usernames]}``."""
-        data = await self._request("GET", "/v1/conversations")
-        current = {c["id"] for c in data["conversations"]}
-        changed = False
-        for c in data["conversations"]:
-            if self.members.get(c["id"]) != c["members"] or self.titles.get(c["id"]) != c["title"]:
-                changed = True
-            self.members[c["id"]] = c["members"]
-            self.titles[c["id"]] = c["title"]
-            self.inactive.discard(c["id"])
-        gone = set(self.members) - current - self.inactive
-        if gone:
-            self.inactive |= gone
-            changed = True
-        if self.history is not None:
-            await self.history.save_conversations(
-                [(c["id"], c["title"], c["members"]) for c in data["conversations"]], complete=True)
-        if changed:
-            await self.events.put(ConversationsChanged())
-        return {cid: m for cid, m in self.members.items() if cid in current}
-
-    async def change_members(self, conversation: str, add: list[str] = (), remove: list[str] = ()) -> list[str]:
-        """Add or remove members (I must be a member); returns the new member list.
-
-        Keys of added members are fetched (and pinned) first.
+        """Create a conversation with ``members`` (I am added) from a signed creation statement
+        (``client_tui.membership_ops.create``); returns its id. Every member's keys are fetched and
+        pinned first, so a member without keys is named before anything is created.
 
         Raises:
-            MemberWithoutKey, ClientError (``forbidden``, ``not_found``, ``invalid_request``),
+            MemberWithoutKey, ClientError (``not_found`` for unknown users), StatementMalformed,
             InvalidRequest (a name that is not a valid username).
         """
-        add, remove = [canonical_username(u) for u in add], [canonical_username(u) for u in remove]
-        for user in add:
-            if user not in self.contacts:
-                await self._fetch_for_send(user)
-        data = await self._request("POST", f"/v1/conversations/{conversation}/members",
-                                   {"add": list(add), "remove": list(remove)})
-        before = set(self.members.get(conversation, []))
-        self.members[conversation] = data["members"]
-        if self.username not in data["members"]:
-            self.inactive.add(conversation)
-        if self.history is not None:
-            await self.history.save_conversations(
-                [(conversation, self.titles.get(conversation, conversation), data["members"])])
-        await self.events.put(ConversationsChanged(
-            conversation, tuple(sorted(set(data["members"]) - before)), tuple(sorted(before - set(data["members"])))))
-        return data["members"]
+        return await membership_ops.create(self.membership, title, members)
+
+    async def refresh_conversations(self) -> dict[str, list[str]]:
+        """Reload my conversations and verify each membership log that moved: ``{id: [members]}``."""
+        return await membership_ops.refresh(self.membership)
+
+    async def change_members(self, conversation: str, add: list[str] = (), remove: list[str] = ()) -> list[str]:
+        """Add or remove members with signed statements; returns the members after.
+
+        Raises:
+            MemberWithoutKey, ClientError (``forbidden``, ``not_found``, ``policy_violation``),
+            InvalidRequest (a name that is not a valid username).
+        """
+        return await membership_ops.change_members(self.membership, conversation, add, remove)
 
     def mark_read(self, conversation: str) -> None:
         """The user looked at ``conversation``: its unread count goes to 0."""
@@ -910,6 +823,7 @@ class ChatClient(Contacts, Rotation):
             if frame.conversation not in self.members:
                 self._spawn(self.refresh_conversations())
             try:
+                await self.membership.check_envelope(h, frame.conversation, frame.sender)  # against the log
                 sign_key, warning = await self._sender_key(h.snd, h.skid, frame.seq)
                 me = self._my_identity_for(h.rkids)
                 opened, timings = await asyncio.to_thread(
@@ -1057,27 +971,15 @@ class ChatClient(Contacts, Rotation):
                                        field=user) from None
             raise
 
-    async def recipients_for(self, conversation: str) -> list[PublicIdentity]:
-        """Current pinned keys of every member (me included), fetched on first use.
+    async def recipients_for(self, conversation: str) -> Audience:
+        """Whom to seal to: the newest verified epoch of the conversation's membership log and
+        its members' keys as the log binds them (``Membership.audience``).
 
         Raises:
             KeyChangeBlocked: a member's key changed and was not accepted yet.
-            MemberWithoutKey: a member has no published key.
+            MembershipWithheld, LegacyConversation, ClientError (not a member).
         """
-        if conversation not in self.members:
-            await self.refresh_conversations()
-        if conversation not in self.members:
-            raise ClientError("no such conversation", code="not_found", field="conversation")
-        out = []
-        for user in self.members[conversation]:
-            contact = self.contacts.get(user)
-            ident = contact.identity if contact else await self._fetch_for_send(user)
-            out.append(ident)
-        blocked = self.blocked_by(conversation)
-        if blocked:
-            raise KeyChangeBlocked(f"{', '.join(blocked)}'s key changed: accept or verify it before sending",
-                                   field=blocked[0], users=tuple(blocked))
-        return out
+        return await self.membership.audience(conversation)
 
     def _next_pos(self) -> float:
         self._pos = max(self._pos, float(self._state.cursor)) + 0.001
@@ -1126,20 +1028,21 @@ class ChatClient(Contacts, Rotation):
         self._outbox_wake.set()
         return item
 
-    async def _seal(self, item: _Outgoing, recipients: list[PublicIdentity]) -> None:
+    async def _seal(self, item: _Outgoing, audience: Audience) -> None:
         assert self.identity is not None
         rec = item.record
+        audience.admit(rec)  # AudienceGrew: members joined since it was written
         max_bytes = self.hello.max_envelope if self.hello else envelope.DEFAULT_MAX_ENVELOPE_BYTES
         max_recipients = self.hello.max_recipients if self.hello else envelope.DEFAULT_MAX_RECIPIENTS
         data, timings = await asyncio.to_thread(
-            measure.seal, rec.text or "", self.identity, rec.conversation, recipients, counter=rec.ctr or 1,
-            max_bytes=max_bytes, max_recipients=max_recipients)
+            measure.seal, rec.text or "", self.identity, rec.conversation, audience.recipients, counter=rec.ctr or 1,
+            epoch=audience.epoch, head=audience.head, max_bytes=max_bytes, max_recipients=max_recipients)
         header = envelope.parse(data, max_bytes=max_bytes, max_recipients=max_recipients).header
         if rec.mid:
             self._outgoing_by_mid.pop(rec.mid, None)
         rec.mid, rec.envelope, rec.ts, rec.state = header.mid, data, header.ts, "sending"
         rec.info.update({"timings": timings, "skid": header.skid, "rkids": list(header.rkids),
-                         "recipients": [r.username for r in recipients], "warning": ""})
+                         "recipients": list(audience.members), "warning": ""})
         self._seen.add((self.username, header.mid))
         self._outgoing_by_mid[header.mid] = item
         item.sealed.set()
@@ -1239,7 +1142,7 @@ class ChatClient(Contacts, Rotation):
                 return False  # sent again after the reconnect
             if exc.code == "rate_limited" and item.hold:
                 await asyncio.sleep(float((exc.detail or {}).get("retry_after", 1.0)))
-            elif exc.code == "recipients_mismatch" and item.reseals < MAX_RESEALS:
+            elif exc.code in ("recipients_mismatch", "epoch_stale") and item.reseals < MAX_RESEALS:
                 await self._reseal(item, exc)
             else:
                 await self._fail(item, exc)

@@ -78,7 +78,8 @@ class Record:
         ts: sent-at in ms (the sender's clock) or the local time for unreadable ones.
         ctr: the sender's counter in this conversation.
         state: mine: ``sealing`` -> ``sending`` -> ``stored`` -> ``delivered`` (or ``blocked``
-            by a key change, or ``failed``); received: ``received``; or ``unreadable``.
+            by a key change or a larger audience, or ``failed``); received: ``received``; or
+            ``unreadable``; or ``system``: a line about a membership change (``client_tui.membership``).
         reason, detail: error code and message (unreadable or failed).
         envelope: the envelope bytes the relay stored (ciphertext).
         info: ``timings`` (ms per primitive), ``recipients`` (usernames and key ids),
@@ -356,11 +357,13 @@ class History:
 
     def _count(self, conversation: str | None) -> int:
         assert self._db is not None
+        q = "SELECT count(*) FROM messages WHERE state != 'system'"
         if conversation is None:
-            return self._db.execute("SELECT count(*) FROM messages").fetchone()[0]
-        return self._db.execute("SELECT count(*) FROM messages WHERE conversation=?", (conversation,)).fetchone()[0]
+            return self._db.execute(q).fetchone()[0]
+        return self._db.execute(q + " AND conversation=?", (conversation,)).fetchone()[0]
 
     async def count(self, conversation: str | None = None) -> int:
+        """How many messages (not membership lines) the cache holds, in ``conversation`` or in all."""
         return await self._call(self._count, conversation)
 
 

@@ -36,6 +36,11 @@ REASON_WORDS = {
                           "replacement: a stolen or leaked old key, not the sender",
     "key_change_unreviewed": "it is signed by a new key of the sender that their previous key did not sign: "
                              "review the key change (Ctrl+K) to read it",
+    "key_commitment_invalid": "the key it carries for you is not the one it committed to: its sender may show "
+                              "different people different texts",
+    "audience_mismatch": "it was sealed to other people than the conversation's verified members",
+    "epoch_mismatch": "it was sealed to a membership change the relay has not shown you, or to another "
+                      "history of the members than the one you verified",
     "recipient_list_invalid": "its list of recipients was changed after it was signed",
     "recipient_duplicated": "its list of recipients names one key twice",
     "unsupported_algorithm": "it uses a format or an algorithm this client does not accept",

@@ -121,8 +121,9 @@ async def key_retired(root: Path) -> AttackResult:
         alice.accept_key("bob", shown=alice.shown_key("bob").kids)
         await alice.fetch_keys("bob")  # now the relay serves the retired keys again
         rollback = any(isinstance(e, KeyChanged) and e.rollback for e in _drain(alice))
+        head = bob.membership.head(conv)  # bob's update statement: the log binds his new keys
         stolen = envelope.seal("wire the money to mallory", old, conv,
-                               [alice.identity.public, bob.identity.public], counter=7)
+                               [alice.identity.public, bob.identity.public], counter=7, epoch=head.ep, head=head.hash)
         async with httpx2.AsyncClient(base_url=stage.relay.url,
                                       headers={"Authorization": f"Bearer {bob.token}"}) as http:
             answer = await http.post(f"/v1/conversations/{conv}/messages", content=stolen,

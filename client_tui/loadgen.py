@@ -10,6 +10,7 @@ given (run it against 127.0.0.1).
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import time
 from collections import Counter
@@ -22,7 +23,7 @@ import msgspec
 from cryptography.hazmat.primitives import serialization
 from websockets.asyncio.client import connect
 
-from shared import envelope, frames
+from shared import envelope, frames, membership
 from shared.b64 import b64u_encode
 from shared.keys import Identity, spki_der
 
@@ -118,11 +119,15 @@ async def run_load(url: str, *, users: int, messages: int, group_size: int = 3, 
 
         tokens = dict(zip(names, await asyncio.gather(*(reg(i) for i in idents)), strict=True))
         convs = []
+        heads: dict[str, str] = {}
         for g in groups:
-            r = await http.post("/v1/conversations", json={"title": "load", "members": g[1:]},
+            created = membership.create(by_name[g[0]], b64u_encode(os.urandom(16)), "load",
+                                        [membership.member_of(by_name[m].public) for m in g])
+            r = await http.post("/v1/conversations", json={"statement": created.signed},
                                 headers={"Authorization": f"Bearer {tokens[g[0]]}"})
             r.raise_for_status()
-            convs.append((r.json()["id"], g))
+            convs.append((created.cid, list(created.usernames)))
+            heads[created.cid] = created.hash
     member_of = {n: (cid, g) for cid, g in convs for n in g}
     sender_names = [n for _, g in convs for n in g][: senders or users]
     plan = Counter(rng.choice(sender_names) for _ in range(messages))
@@ -180,7 +185,8 @@ async def run_load(url: str, *, users: int, messages: int, group_size: int = 3, 
         tasks = []
         for i in range(count):
             await slots.acquire()
-            data = envelope.seal(f"load message {i} from {me}", by_name[me], cid, recipients, counter=i + 1)
+            data = envelope.seal(f"load message {i} from {me}", by_name[me], cid, recipients, counter=i + 1,
+                                 epoch=0, head=heads[cid])
             mid = envelope.parse(data).header.mid
             expected[mid] = (me, [m for m in group if m != me])
             result.expected_deliveries += len(group) - 1

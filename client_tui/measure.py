@@ -54,7 +54,7 @@ def _with(obj, **attrs):
 
 
 def seal(text: str, sender: Identity, conversation: str, recipients: Sequence[PublicIdentity], *,
-         counter: int, max_bytes: int, max_recipients: int = envelope.DEFAULT_MAX_RECIPIENTS
+         counter: int, epoch: int, head: str, max_bytes: int, max_recipients: int = envelope.DEFAULT_MAX_RECIPIENTS
          ) -> tuple[bytes, dict[str, float | list[float]]]:
     """``envelope.seal`` and its timings: ``{"total", "encrypt", "wrap": [per recipient], "sign"}`` (ms)."""
     wraps: list[float] = []
@@ -62,8 +62,8 @@ def seal(text: str, sender: Identity, conversation: str, recipients: Sequence[Pu
     timed_recipients = [_with(r, wrap_key=_Timed(r.wrap_key, "encrypt", wraps)) for r in recipients]
     timed_sender = _with(sender, sign_private=_Timed(sender.sign_private, "sign", signs))
     t0 = _now()
-    data = envelope.seal(text, timed_sender, conversation, timed_recipients, counter=counter,
-                         max_bytes=max_bytes, max_recipients=max_recipients)
+    data = envelope.seal(text, timed_sender, conversation, timed_recipients, counter=counter, epoch=epoch,
+                         head=head, max_bytes=max_bytes, max_recipients=max_recipients)
     total = (_now() - t0) * 1000
     sign = sum(signs)
     return data, {"total": total, "encrypt": max(0.0, total - sum(wraps) - sign), "wrap": wraps, "sign": sign}

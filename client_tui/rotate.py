@@ -68,7 +68,11 @@ class Rotation:
         if not passphrase:
             raise keystore.KeystoreError("the passphrase is needed to save new keys", field="passphrase")
         async with self._keys_lock:
-            return await self._rotate(passphrase, bits)
+            new = await self._rotate(passphrase, bits)
+        from . import membership_ops
+
+        await membership_ops.after_rotation(self.membership)  # move the new keys into each membership log
+        return new
 
     async def _rotate(self, passphrase: str, bits: int | None) -> Identity:
         bundle = self._bundle

@@ -21,7 +21,6 @@ from shared.errors import (
     AuthFailed,
     Conflict,
     E2EEError,
-    Forbidden,
     InvalidRequest,
     KeyInvalid,
     LimitExceeded,
@@ -29,8 +28,8 @@ from shared.errors import (
 )
 from shared.names import canonical_username
 
-from . import metrics, store
-from .auth import Claims, Passwords, Tokens
+from . import membership, metrics, store
+from .auth import Passwords, Tokens
 from .bodycap import BodyCap
 from .db import commits_wait_for_disk, create_engine, create_writer_engine, sessionmaker
 from .relay import Relay
@@ -60,14 +59,8 @@ class LoginBody(msgspec.Struct, forbid_unknown_fields=True):
     password: str
 
 
-class NewConversationBody(msgspec.Struct, forbid_unknown_fields=True):
-    title: str
-    members: list[str]
-
-
-class MembersBody(msgspec.Struct, forbid_unknown_fields=True):
-    add: list[str] = []
-    remove: list[str] = []
+class StatementBody(msgspec.Struct, forbid_unknown_fields=True):
+    statement: str  # a membership statement's signed form (shared.membership, PROTOCOL.md §12)
 
 
 class RotateBody(msgspec.Struct, forbid_unknown_fields=True):
@@ -226,68 +219,51 @@ async def rotate_keys(request: Request) -> Response:
                   "published_seq": published})
 
 
-@handler
-async def create_conversation(request: Request) -> Response:
+async def _statement(request: Request, cid: str | None) -> Response:
+    """Check a membership statement against the stored log, store it (the member table follows its
+    members), and tell every member before and after (``members_changed``)."""
     claims = _claims(request)
     st = _state(request)
-    st.limits.conversations.check(claims.sub)
-    body = await _body(request, NewConversationBody)
-    title = body.title.strip()
-    if not 1 <= len(title) <= 200 or not title.isprintable():
-        raise InvalidRequest("title: 1-200 printable characters", field="title")
-    names = {canonical_username(n) for n in body.members} | {claims.sub}
-    if not 2 <= len(names) <= st.settings.max_members:
-        raise InvalidRequest(f"a conversation has 2-{st.settings.max_members} members", field="members")
+    (st.limits.conversations if cid is None else st.limits.member_changes).check(claims.sub)
+    body = await _body(request, StatementBody)
     async with st.sessions() as session:
-        users = {n: await store.get_user(session, n) for n in sorted(names)}
-    unknown = sorted(n for n, u in users.items() if u is None)
-    if unknown:
-        raise NotFound(f"unknown users: {', '.join(unknown)}", field="members")
-    cid = await st.writer.run(store.add_conversation(users[claims.sub].id, title, [u.id for u in users.values()]))
-    st.relay.notify([u.id for u in users.values()], frames.Event("members_changed", conversation=cid))
-    log.info("conversation created conv=%s by=%s members=%d", cid, claims.sub, len(names))
-    return _json({"id": cid, "title": title, "members": sorted(names)}, 201)
-
-
-async def _member_of(st: State, claims: Claims, cid: str):
-    async with st.sessions() as session:
-        user = await store.get_user(session, claims.sub)
-        members = await store.member_keys(session, cid)
-    if user is None or not any(m.user_id == user.id for m in members):
-        raise Forbidden("not a member of this conversation", field="conversation")
-    return user, members
+        checked = await membership.check(session, body.statement, claims.sub, cid=cid,
+                                          max_members=st.settings.max_members)
+    s = checked.statement
+    if not checked.duplicate:
+        before, after = await st.writer.run(membership.append(checked))
+        st.relay.forget_members(s.cid)
+        st.relay.notify(before + after, frames.Event("members_changed", conversation=s.cid))
+        log.info("membership conv=%s epoch=%d op=%s by=%s members=%d", s.cid, s.ep, s.op, claims.sub, len(s.members))
+    return _json({"id": s.cid, "title": s.title, "members": list(s.usernames), "epoch": s.ep, "head": s.hash},
+                 200 if checked.duplicate else 201)
 
 
 @handler
-async def change_members(request: Request) -> Response:
-    """Add or remove members (members only); every member, old and new, gets a members_changed event."""
+async def create_conversation(request: Request) -> Response:
+    """A new conversation from its signed creation statement (the client chose its id)."""
+    return await _statement(request, None)
+
+
+@handler
+async def append_statement(request: Request) -> Response:
+    """The next statement of a conversation's membership log (add, remove, title, admins, update)."""
+    return await _statement(request, request.path_params["cid"])
+
+
+@handler
+async def membership_log(request: Request) -> Response:
+    """The conversation's membership log, oldest first (after epoch ``?after=N`` if given): all of
+    it for a member, up to their removal for a former member."""
     claims = _claims(request)
     st = _state(request)
-    st.limits.member_changes.check(claims.sub)
-    cid = request.path_params["cid"]
-    body = await _body(request, MembersBody)
-    both = sorted({canonical_username(n) for n in body.add} & {canonical_username(n) for n in body.remove})
-    if both:
-        raise InvalidRequest(f"named in both add and remove: {', '.join(both)}", field="members")
-    _, members = await _member_of(st, claims, cid)
+    try:
+        after = int(request.query_params.get("after", "-1"))
+    except ValueError:
+        raise InvalidRequest("after: an epoch number", field="after") from None
     async with st.sessions() as session:
-        add = {n: await store.get_user(session, canonical_username(n)) for n in body.add}
-        remove = {n: await store.get_user(session, canonical_username(n)) for n in body.remove}
-    unknown = sorted(n for n, u in {**add, **remove}.items() if u is None)
-    if unknown:
-        raise NotFound(f"unknown users: {', '.join(unknown)}", field="members")
-    before = {m.user_id for m in members}
-    after = (before | {u.id for u in add.values()}) - {u.id for u in remove.values()}
-    if not 1 <= len(after) <= st.settings.max_members:
-        raise InvalidRequest(f"a conversation has 1-{st.settings.max_members} members", field="members")
-    await st.writer.run(store.change_members(cid, [u.id for u in add.values()], [u.id for u in remove.values()],
-                                             st.settings.max_members))
-    st.relay.forget_members(cid)
-    st.relay.notify(list(before | after), frames.Event("members_changed", conversation=cid))
-    async with st.sessions() as session:
-        names = [m.username for m in await store.member_keys(session, cid)]
-    log.info("members changed conv=%s by=%s added=%d removed=%d", cid, claims.sub, len(add), len(remove))
-    return _json({"id": cid, "members": names})
+        statements, epoch, head = await membership.log_for(session, request.path_params["cid"], claims.sub, after)
+    return _json({"id": request.path_params["cid"], "statements": statements, "epoch": epoch, "head": head})
 
 
 @handler
@@ -343,7 +319,8 @@ routes = [
     Route("/v1/keys/rotate", rotate_keys, methods=["POST"]),
     Route("/v1/conversations", create_conversation, methods=["POST"]),
     Route("/v1/conversations", list_conversations, methods=["GET"]),
-    Route("/v1/conversations/{cid}/members", change_members, methods=["POST"]),
+    Route("/v1/conversations/{cid}/log", append_statement, methods=["POST"]),
+    Route("/v1/conversations/{cid}/log", membership_log, methods=["GET"]),
     Route("/v1/conversations/{cid}/messages", post_message, methods=["POST"]),
     WebSocketRoute("/v1/ws", websocket),
 ]

@@ -16,6 +16,7 @@ from sqlalchemy import (
     LargeBinary,
     MetaData,
     String,
+    Text,
     UniqueConstraint,
     event,
 )
@@ -70,21 +71,48 @@ class UserKey(Base):
 
 
 class Conversation(Base):
+    """A conversation. ``epoch``/``head``/``title`` are those of the newest statement of its
+    membership log (None for a conversation made before the log: read-only, "legacy")."""
+
     __tablename__ = "conversations"
     id: Mapped[str] = mapped_column(String(32), primary_key=True)
     title: Mapped[str] = mapped_column(String(200))
     created_by: Mapped[int] = mapped_column(ForeignKey("users.id"))
     created_at_ms: Mapped[int] = mapped_column(BigInteger)
+    epoch: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    head: Mapped[str | None] = mapped_column(String(43), nullable=True)
 
 
 class Member(Base):
+    """A member of a conversation, derived from the head of its membership log, with the key ids
+    the log binds for them (None only in legacy conversations)."""
+
     __tablename__ = "members"
     conversation_id: Mapped[str] = mapped_column(
         ForeignKey("conversations.id", ondelete="CASCADE"), primary_key=True
     )
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), primary_key=True)
     joined_at_ms: Mapped[int] = mapped_column(BigInteger)
+    wrap_kid: Mapped[str | None] = mapped_column(String(43), nullable=True)
+    sign_kid: Mapped[str | None] = mapped_column(String(43), nullable=True)
     __table_args__ = (Index("ix_members_user_id", "user_id"),)
+
+
+class MembershipStatement(Base):
+    """One verified statement of a conversation's membership log (``shared.membership``), kept as
+    its signed form; ``members`` (JSON list of usernames) lets the relay serve an ex-member the
+    log up to their removal."""
+
+    __tablename__ = "membership_log"
+    conversation_id: Mapped[str] = mapped_column(
+        ForeignKey("conversations.id", ondelete="CASCADE"), primary_key=True
+    )
+    epoch: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    hash: Mapped[str] = mapped_column(String(43), unique=True)
+    statement: Mapped[str] = mapped_column(Text)
+    actor_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
+    members: Mapped[str] = mapped_column(Text)
+    created_at_ms: Mapped[int] = mapped_column(BigInteger)
 
 
 class Message(Base):

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 import msgspec
 
 from shared import envelope, frames, plain
-from shared.errors import ConversationMismatch, E2EEError, Forbidden, RecipientsMismatch, SenderMismatch
+from shared.errors import ConversationMismatch, E2EEError, Forbidden, SenderMismatch
 
-from . import store
+from . import membership, store
 from .hub import Connection, Hub
 from .limits import RateLimiter
 from .settings import Settings
@@ -61,7 +61,7 @@ class SendPath:
         self.writer = writer
         self.hub = Hub()
         self.metrics = Metrics()
-        self._member_cache: dict[str, tuple[float, list[store.MemberKey]]] = {}
+        self._member_cache: dict[str, tuple[float, membership.Head]] = {}
         self._member_loading: dict[str, asyncio.Future] = {}
         self._member_generation = 0
         self.broker = None  # set by the app when --broker is given (server.broker.RedisBroker)
@@ -73,15 +73,17 @@ class SendPath:
 
         Checks, before anything is stored: size and shape (``envelope.parse``), the frame's
         conversation equals the header's ``cid``, the header's sender is ``user`` (the token's
-        subject), ``user`` is a member, and the recipients are exactly the members' current wrap
-        keys. A repeated (sender, mid) returns the first ``seq`` with ``duplicate=True``.
+        subject), ``user`` is a member, the header's ``ep``/``mh`` are the membership log's head,
+        and the recipients are exactly the wrap keys that head binds, in its member order. A
+        repeated (sender, mid) returns the first ``seq`` with ``duplicate=True``, also after the
+        members changed (a retry is never asked to re-seal).
 
         Returns:
             the ``stored`` frame to send to the sender (after the commit).
 
         Raises:
             E2EEError subclasses: EnvelopeTooLarge, EnvelopeMalformed, ConversationMismatch,
-            SenderMismatch, Forbidden, RecipientsMismatch.
+            SenderMismatch, Forbidden, LegacyConversation, EpochStale, RecipientsMismatch.
         """
         if self.settings.level < 4:
             return await self.accept_plain(
@@ -96,20 +98,17 @@ class SendPath:
             raise ConversationMismatch("envelope cid differs from the frame's conversation", field="cid")
         if h.snd != user:
             raise SenderMismatch("envelope sender must be the authenticated user", field="snd")
-        members = await self._members(h.cid, user_id)
-        kids = set(h.rkids)
-        expected = {m.wrap_kid for m in members if m.wrap_kid}
-        missing = [m.username for m in members if m.wrap_kid is None or m.wrap_kid not in kids]
-        extra = sorted(kids - expected)
-        if missing or extra:
+        head = await self._members(h.cid, user_id)
+        refusal = head.refusal(h.ep, h.mh, h.rkids)
+        if refusal is not None:
             # A retry of a message stored before the members or keys changed gets its first ack,
             # not a request to re-seal (which would give the same text a second message id).
             async with self.sessions() as session:
                 seq = await store.seq_of(session, user_id, h.mid)
             if seq is not None:
                 return frames.Stored(h.mid, seq, h.cid, True)
-            raise RecipientsMismatch(missing, extra)
-        return await self._commit(user, user_id, h.cid, h.mid, raw, members, exclude, t0)
+            raise refusal
+        return await self._commit(user, user_id, h.cid, h.mid, raw, head.members, exclude, t0)
 
     async def accept_plain(self, user: str, user_id: int, conversation: str, m: plain.PlainEnvelope,
                            exclude: Connection | None = None, started: float | None = None) -> frames.Stored:
@@ -126,14 +125,17 @@ class SendPath:
             raise ConversationMismatch("envelope cid differs from the frame's conversation", field="cid")
         if m.snd != user:
             raise SenderMismatch("envelope sender must be the authenticated user", field="snd")
-        members = await self._members(m.cid, user_id)
+        head = await self._members(m.cid, user_id)
+        if head.epoch is None:
+            raise head.refusal(0, "", [])
         raw = plain.encode(m)
-        return await self._commit(user, user_id, m.cid, m.mid, raw, members, exclude, t0)
+        return await self._commit(user, user_id, m.cid, m.mid, raw, head.members, exclude, t0)
 
-    async def _members(self, conversation: str, user_id: int) -> list[store.MemberKey]:
-        """Members of ``conversation`` with their current wrap key ids, from a cache that this
-        relay clears when members or keys change and, on a shared database (not SQLite), that
-        expires after ``member_cache_s`` (the bound on staleness when several relays share it).
+    async def _members(self, conversation: str, user_id: int) -> membership.Head:
+        """The membership head of ``conversation`` (epoch, hash, members with their bound wrap key
+        ids), from a cache that this relay clears when the log changes and, on a shared database
+        (not SQLite), that expires after ``member_cache_s`` (the bound on staleness when several
+        relays share it).
 
         Raises:
             Forbidden: ``user_id`` is not one of them.
@@ -141,7 +143,7 @@ class SendPath:
         now = time.monotonic()
         hit = self._member_cache.get(conversation)
         if hit is not None and hit[0] > now:
-            members = hit[1]
+            head = hit[1]
         else:
             loading = self._member_loading.get(conversation)
             if loading is None:  # one query per conversation, however many sends wait for it
@@ -149,13 +151,13 @@ class SendPath:
                 loading.add_done_callback(
                     lambda f: self._member_loading.pop(conversation, None) if self._member_loading.get(
                         conversation) is f else None)
-            members = await asyncio.shield(loading)
-        if not any(m.user_id == user_id for m in members):
+            head = await asyncio.shield(loading)
+        if not any(m.user_id == user_id for m in head.members):
             raise Forbidden("not a member of this conversation", field="conversation")
-        return members
+        return head
 
     async def _commit(self, user: str, user_id: int, cid: str, mid: str, raw: bytes,
-                      members: list[store.MemberKey], exclude: Connection | None, t0: float) -> frames.Stored:
+                      members: list[membership.MemberKey], exclude: Connection | None, t0: float) -> frames.Stored:
         """Store through the writer, then fan out to online members here and, through the
         broker, on other relays."""
         t1 = time.perf_counter()
@@ -205,10 +207,10 @@ class SendPath:
                 n += conn.enqueue(data(conn) if callable(data) else data)
         return n
 
-    async def _load_members(self, conversation: str) -> list[store.MemberKey]:
+    async def _load_members(self, conversation: str) -> membership.Head:
         generation = self._member_generation
         async with self.sessions() as session:
-            members = await store.member_keys(session, conversation)
+            head = await membership.load_head(session, conversation)
         if generation == self._member_generation:  # not invalidated while the query ran
             if len(self._member_cache) >= 50_000:
                 self._member_cache.clear()
@@ -216,8 +218,8 @@ class SendPath:
             # on a shared database, other relays' changes come as broker notes that may be lost.
             alone = self.broker is None and self.settings.db_url.startswith("sqlite")
             ttl = float("inf") if alone else self.settings.member_cache_s
-            self._member_cache[conversation] = (time.monotonic() + ttl, members)
-        return members
+            self._member_cache[conversation] = (time.monotonic() + ttl, head)
+        return head
 
     def forget_members(self, conversation: str | None = None, publish: bool = True) -> None:
         """Drop cached member lists: one conversation's, or all (after a key rotation); other

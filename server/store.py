@@ -7,19 +7,17 @@ that go through the single writer (:class:`server.writer.Writer`, group commit).
 from __future__ import annotations
 
 import logging
-import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, bindparam, func, insert, select, tuple_, update
+from sqlalchemy import bindparam, func, insert, select, tuple_, update
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 
-from shared.b64 import b64u_encode
-from shared.errors import Conflict, InvalidRequest, NotFound
+from shared.errors import Conflict, NotFound
 
 from .db import Conversation, Delivery, Member, Message, User, UserKey
 
@@ -56,27 +54,9 @@ async def current_keys(session: AsyncSession, username: str) -> UserKey:
     return row
 
 
-@dataclass(frozen=True)
-class MemberKey:
-    user_id: int
-    username: str
-    wrap_kid: str | None  # None: the member has published no key
-
-
-async def member_keys(session: AsyncSession, conversation_id: str) -> list[MemberKey]:
-    """Members of a conversation with their current wrap key ids."""
-    rows = await session.execute(
-        select(User.id, User.username, UserKey.wrap_kid)
-        .join(Member, Member.user_id == User.id)
-        .outerjoin(UserKey, and_(UserKey.user_id == User.id, UserKey.current.is_(True)))
-        .where(Member.conversation_id == conversation_id)
-        .order_by(User.username)
-    )
-    return [MemberKey(uid, name, kid) for uid, name, kid in rows]
-
-
 async def conversations_of(session: AsyncSession, user_id: int) -> list[dict[str, Any]]:
-    """Conversations ``user_id`` belongs to: ``[{"id", "title", "members": [usernames]}]``."""
+    """Conversations ``user_id`` belongs to: ``[{"id", "title", "members": [usernames], "epoch",
+    "head"}]`` (the head of each membership log; None for a legacy conversation)."""
     convs = (
         await session.execute(
             select(Conversation)
@@ -87,7 +67,10 @@ async def conversations_of(session: AsyncSession, user_id: int) -> list[dict[str
     ).scalars().all()
     out = []
     for c in convs:
-        out.append({"id": c.id, "title": c.title, "members": [m.username for m in await member_keys(session, c.id)]})
+        names = (await session.execute(select(User.username).join(Member, Member.user_id == User.id)
+                                       .where(Member.conversation_id == c.id))).scalars()
+        out.append({"id": c.id, "title": c.title, "members": sorted(names, key=str.encode), "epoch": c.epoch,
+                    "head": c.head})
     return out
 
 
@@ -182,20 +165,6 @@ def set_password_hash(user_id: int, old_hash: str, new_hash: str) -> Callable[[S
         done = s.execute(update(User).where(User.id == user_id, User.password_hash == old_hash)
                          .values(password_hash=new_hash))
         return bool(done.rowcount)
-
-    return op
-
-
-def add_conversation(creator_id: int, title: str, member_ids: list[int]) -> Callable[[Session], str]:
-    """A write op creating a conversation (random 128-bit id) with its members; returns the id."""
-
-    def op(s: Session) -> str:
-        cid = b64u_encode(secrets.token_bytes(16))
-        t = now_ms()
-        s.add(Conversation(id=cid, title=title, created_by=creator_id, created_at_ms=t))
-        s.flush()
-        s.add_all(Member(conversation_id=cid, user_id=uid, joined_at_ms=t) for uid in sorted(set(member_ids)))
-        return cid
 
     return op
 
@@ -366,38 +335,6 @@ async def peers_of(session: AsyncSession, user_id: int) -> list[int]:
     mine = select(Member.conversation_id).where(Member.user_id == user_id)
     rows = await session.execute(select(Member.user_id).where(Member.conversation_id.in_(mine)).distinct())
     return [r[0] for r in rows] or [user_id]
-
-
-def change_members(
-    conversation_id: str, add: list[int], remove: list[int], max_members: int
-) -> Callable[[Session], None]:
-    """A write op adding and removing members of a conversation (idempotent). The member count
-    is checked on the result, inside the transaction: a change that would leave fewer than 1 or
-    more than ``max_members`` members is rolled back.
-
-    Raises (when run):
-        InvalidRequest: a user is in both ``add`` and ``remove``, or the result's count is out of range.
-    """
-
-    def op(s: Session) -> None:
-        if set(add) & set(remove):
-            raise InvalidRequest("a user is named in both add and remove", field="members")
-        present = set(s.execute(
-            select(Member.user_id).where(Member.conversation_id == conversation_id)).scalars())
-        t = now_ms()
-        s.add_all(Member(conversation_id=conversation_id, user_id=uid, joined_at_ms=t)
-                  for uid in sorted(set(add) - present))
-        gone = sorted(set(remove) & present)
-        if gone:
-            s.execute(Member.__table__.delete().where(
-                Member.conversation_id == conversation_id, Member.user_id.in_(gone)))
-        s.flush()
-        count = s.execute(select(func.count()).select_from(Member).where(
-            Member.conversation_id == conversation_id)).scalar_one()
-        if not 1 <= count <= max_members:
-            raise InvalidRequest(f"a conversation has 1-{max_members} members", field="members")
-
-    return op
 
 
 def ack_up_to(user_id: int, seq: int) -> Callable[[Session], list[tuple[int, int]]]:

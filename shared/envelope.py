@@ -1,22 +1,20 @@
 """The L4 end-to-end envelope: JWE General JSON Serialization with a sender signature.
 
-Format (docs/PROTOCOL.md §5 is the normative text)::
-
-    {
-      "protected":  b64url(UTF-8 JSON protected header),
-      "recipients": [{"header": {"kid": <recipient wrap key id>}, "encrypted_key": b64url}, ...],
-      "iv":         b64url(12-byte AES-GCM nonce),
-      "ciphertext": b64url(AES-256-GCM ciphertext, as long as the plaintext),
-      "tag":        b64url(16-byte GCM tag),
-      "sig":        b64url(64-byte Ed25519 signature)
-    }
+Form (docs/PROTOCOL.md §5 is the normative text): ``{"protected", "recipients": [{"header":
+{"kid"}, "encrypted_key"}, ...], "iv", "ciphertext", "tag", "sig"}``, every binary as b64url.
 
 * Content encryption: ``enc`` = ``A256GCM`` (RFC 7518 §5.3) under a fresh random 32-byte CEK per
   message and a random 96-bit nonce; AAD = ASCII of the ``protected`` member (RFC 7516 §5.1 step 14).
 * Key wrap: ``alg`` = ``RSA-OAEP-256`` (RSA-OAEP, SHA-256, MGF1-SHA-256, empty label;
   RFC 7518 §4.3, RFC 8017 §7.1), one entry per recipient, in the order of the header's ``rkids``.
+* Key commitment: the header's ``kc`` is HMAC-SHA-256(key = CEK, ``"e2ee-chat/v2/key-commitment"``),
+  checked in constant time after the unwrap and before AES-GCM (GCM alone is not key-committing:
+  one ciphertext can open under two keys to two plaintexts).
+* Membership: the header's ``ep`` and ``mh`` name the epoch of the conversation's membership log
+  the sender sealed to and that epoch's statement hash (``shared.membership``); recipients check
+  that ``rkids`` are exactly that epoch's members' wrap keys.
 * Signature: Ed25519 (RFC 8032) over the ASCII bytes
-  ``"e2ee-chat/v1/sig." + protected + "." + ek_1 + "," + ... + ek_n + "." + iv + "." + ciphertext
+  ``"e2ee-chat/v2/sig." + protected + "." + ek_1 + "," + ... + ek_n + "." + iv + "." + ciphertext
   + "." + tag`` (each part the exact base64url text transmitted). ``sig`` is a member JOSE libraries
   ignore, so any JWE library still decrypts the envelope.
 
@@ -30,16 +28,14 @@ a CEK or a nonce.
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import msgspec
 from cryptography.exceptions import InvalidSignature, InvalidTag
-from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives import hashes, hmac
 from cryptography.hazmat.primitives.asymmetric import ed25519, padding
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
@@ -47,10 +43,10 @@ from .b64 import b64u_decode, b64u_encode
 from .errors import (
     ConversationMismatch,
     DecryptionFailed,
-    DuplicateMember,
     DuplicateRecipient,
     EnvelopeMalformed,
     EnvelopeTooLarge,
+    KeyCommitmentInvalid,
     NonceInvalid,
     NotARecipient,
     RecipientListInvalid,
@@ -58,15 +54,15 @@ from .errors import (
     SignatureInvalid,
     TagInvalid,
     TooManyRecipients,
-    TrailingData,
     UnknownSenderKey,
     UnsupportedAlgorithm,
     UnwrapFailed,
 )
-from .keys import KEY_ID_LEN, Identity, PublicIdentity, key_id
+from .keys import Identity, PublicIdentity, key_id
+from .strictjson import MAX_ID_CHARS, as_bytes, check_id, check_kid, json_error, reject_duplicate_members
 
 __all__ = [
-    "ALG", "CEK_BYTES", "CTY", "DEFAULT_MAX_ENVELOPE_BYTES", "DEFAULT_MAX_RECIPIENTS", "ENC", "Header",
+    "ALG", "CEK_BYTES", "CTY", "KC_CONTEXT", "DEFAULT_MAX_ENVELOPE_BYTES", "DEFAULT_MAX_RECIPIENTS", "ENC", "Header",
     "MAX_ID_CHARS", "MAX_SAFE_INTEGER", "MESSAGE_ID_BYTES", "NONCE_BYTES", "Opened", "ParsedEnvelope",
     "SIGNATURE_BYTES", "SIG_CONTEXT", "SenderKeyResolver", "TAG_BYTES", "TYP", "VERSION", "open", "parse", "seal",
 ]
@@ -76,8 +72,9 @@ ALG = "RSA-OAEP-256"
 ENC = "A256GCM"
 TYP = "e2ee-chat/msg"
 CTY = "text/plain;charset=utf-8"
-VERSION = 1
-SIG_CONTEXT = b"e2ee-chat/v1/sig"
+VERSION = 2
+SIG_CONTEXT = b"e2ee-chat/v2/sig"
+KC_CONTEXT = b"e2ee-chat/v2/key-commitment"
 
 CEK_BYTES = 32
 NONCE_BYTES = 12
@@ -88,12 +85,9 @@ SIGNATURE_BYTES = 64
 DEFAULT_MAX_ENVELOPE_BYTES = 256 * 1024
 """Default limit on a serialized envelope, in bytes (the relay announces its own in ``hello``)."""
 DEFAULT_MAX_RECIPIENTS = 256
-MAX_ID_CHARS = 64  # conversation ids and usernames in the header
 MAX_SAFE_INTEGER = 2**53 - 1
-"""Largest ``ts`` / ``ctr`` (so that JavaScript's JSON numbers hold them exactly)."""
+"""Largest ``ts`` / ``ctr`` / ``ep`` (so that JavaScript's JSON numbers hold them exactly)."""
 
-_ID_RE = re.compile(r"[A-Za-z0-9._-]{1,64}")
-_KID_RE = re.compile(r"[A-Za-z0-9_-]{42}[AEIMQUYcgkosw048]")  # 43 chars, canonical for 32 bytes
 
 _OAEP = padding.OAEP(mgf=padding.MGF1(algorithm=hashes.SHA256()), algorithm=hashes.SHA256(), label=None)
 
@@ -103,14 +97,17 @@ class Header(msgspec.Struct, forbid_unknown_fields=True):
 
     Attributes:
         alg: "RSA-OAEP-256".  enc: "A256GCM".  typ: "e2ee-chat/msg".  cty: content type.
-        v: format version (1).
+        v: format version (2).
         mid: message id, base64url of 16 random bytes (22 chars).
         cid: conversation id (1-64 of ``[A-Za-z0-9._-]``).
         snd: sender username (1-64 of ``[A-Za-z0-9._-]``).
         skid: key id of the sender's Ed25519 signing key.
         ts: sent-at, Unix time in ms (sender's clock), 0..2**53-1.
         ctr: per-sender-per-conversation counter, 1, 2, 3 ... (gaps and replays are visible).
-        rkids: the recipients' wrap key ids, in the order of ``recipients``.
+        ep: the membership epoch sealed to, 0..2**53-1.
+        mh: the hash of that epoch's membership statement (b64url, 43 chars).
+        kc: key commitment, b64url HMAC-SHA-256(CEK, KC_CONTEXT) (43 chars).
+        rkids: the recipients' wrap key ids, in the order of ``recipients`` (= the epoch's members).
     """
 
     alg: str
@@ -124,6 +121,9 @@ class Header(msgspec.Struct, forbid_unknown_fields=True):
     skid: str
     ts: int
     ctr: int
+    ep: int
+    mh: str
+    kc: str
     rkids: list[str]
 
 
@@ -159,8 +159,6 @@ class _Binary:
 _envelope_decoder = msgspec.json.Decoder(_Envelope)
 _header_decoder = msgspec.json.Decoder(Header)
 _encoder = msgspec.json.Encoder()
-_json_scan = json.JSONDecoder()
-_JSON_WS = " \t\n\r"
 
 
 @dataclass(frozen=True)
@@ -203,83 +201,6 @@ class Opened:
         return self.plaintext.decode("utf-8", "replace")
 
 
-# -- strict JSON helpers -----------------------------------------------------------------------
-def _json_error(data: bytes, exc: Exception, field: str, what: str) -> EnvelopeMalformed:
-    """Classify a failed strict decode, in the documented order: JSON syntax, trailing bytes after
-    the value, a repeated member name, then (the struct's complaint) the shape."""
-    try:
-        text = data.decode("utf-8")
-        start = len(text) - len(text.lstrip(_JSON_WS))
-        _, end = _json_scan.raw_decode(text, start)
-        if text[end:].strip(_JSON_WS):
-            return TrailingData(f"{what}: bytes follow the JSON value at offset {end}", field=field)
-        json.loads(text, object_pairs_hook=_unique_pairs)
-    except _Duplicate as dup:
-        return DuplicateMember(f"{what}: member {str(dup)[:32]!r} appears twice", field=field)
-    except (ValueError, RecursionError):
-        pass
-    return EnvelopeMalformed(f"{what} is not valid: {exc}", field=field)
-
-
-class _Duplicate(Exception):
-    pass
-
-
-def _unique_pairs(pairs: list[tuple[str, object]]) -> dict[str, object]:
-    out: dict[str, object] = {}
-    for name, value in pairs:
-        if name in out:
-            raise _Duplicate(name)
-        out[name] = value
-    return out
-
-
-def _reject_duplicate_members(data: bytes, strings: int, field: str, what: str) -> None:
-    """Refuse repeated member names (RFC 7515 §5.2 leaves it to the parser which one wins).
-
-    ``data`` already decoded into its strict struct, which holds exactly ``strings`` JSON strings
-    (member names and string values). Without escapes no string contains a quote, so the quote
-    count tells whether any member was repeated (a C-speed scan); with escapes the slow path parses.
-    """
-    if b"\\" not in data and data.count(b'"') == 2 * strings:
-        return
-    try:
-        json.loads(data, object_pairs_hook=_unique_pairs)
-    except _Duplicate as dup:
-        raise DuplicateMember(f"{what}: member {str(dup)[:32]!r} appears twice", field=field) from None
-    except (ValueError, RecursionError):
-        raise EnvelopeMalformed(f"{what} is not valid JSON", field=field) from None
-    if b"\\" not in data:  # unreachable for input the struct accepted; refuse rather than guess
-        raise EnvelopeMalformed(f"{what} has unexpected members", field=field)
-
-
-def _check_id(value: str, field: str) -> None:
-    if not _ID_RE.fullmatch(value):
-        raise EnvelopeMalformed(
-            f"{field}: must be 1-{MAX_ID_CHARS} characters from A-Z a-z 0-9 . _ -", field=field
-        )
-
-
-def _check_kid(kid: str, field: str) -> None:
-    if not _KID_RE.fullmatch(kid):
-        if len(kid) != KEY_ID_LEN:
-            raise EnvelopeMalformed(f"{field}: a key id is {KEY_ID_LEN} base64url characters", field=field)
-        b64u_decode(kid, field)  # raises Base64Invalid with the precise reason
-
-
-def _as_bytes(data: bytes | bytearray | memoryview | str) -> bytes:
-    if isinstance(data, bytes):
-        return data
-    if isinstance(data, str):
-        try:
-            return data.encode("utf-8")
-        except UnicodeEncodeError:
-            raise EnvelopeMalformed("envelope is not valid UTF-8", field="envelope") from None
-    if isinstance(data, bytearray | memoryview):
-        return bytes(data)
-    raise EnvelopeMalformed("envelope must be bytes", field="envelope")
-
-
 def parse(
     data: bytes,
     *,
@@ -304,22 +225,22 @@ def parse(
         TrailingData: bytes after the JSON object (of the envelope or of the header).
         DuplicateMember: a JSON member name repeated.
         EnvelopeMalformed: not the documented JSON shape; bad ``mid``/``cid``/``snd``/``skid``/
-            ``ts``/``ctr``.
+            ``ts``/``ctr``/``ep``/``mh``/``kc``.
         TooManyRecipients: more than ``max_recipients`` entries.
-        UnsupportedAlgorithm: ``alg``/``enc``/``typ``/``v``/``cty`` not the v1 values.
+        UnsupportedAlgorithm: ``alg``/``enc``/``typ``/``v``/``cty`` not the v2 values.
         DuplicateRecipient: a key id twice.  RecipientListInvalid: entries differ from ``rkids``.
         Base64Invalid: a member is not canonical unpadded base64url.
         NonceInvalid: ``iv`` is not 12 bytes.  TagInvalid: ``tag`` is not 16 bytes.
         SignatureInvalid: ``sig`` is not 64 bytes.
     """
-    data = _as_bytes(data)
+    data = as_bytes(data)
     if len(data) > max_bytes:
         raise EnvelopeTooLarge(f"envelope is {len(data)} bytes; limit {max_bytes}", field="envelope")
     try:
         env = _envelope_decoder.decode(data)
     except (msgspec.DecodeError, RecursionError) as exc:
-        raise _json_error(data, exc, "envelope", "envelope") from None
-    _reject_duplicate_members(data, 11 + 5 * len(env.recipients), "envelope", "envelope")
+        raise json_error(data, exc, "envelope", "envelope") from None
+    reject_duplicate_members(data, 11 + 5 * len(env.recipients), "envelope", "envelope")
     if not env.recipients:
         raise RecipientListInvalid("envelope has no recipients", field="recipients")
     if len(env.recipients) > max_recipients:
@@ -328,8 +249,8 @@ def parse(
     try:
         header = _header_decoder.decode(header_json)
     except (msgspec.DecodeError, RecursionError) as exc:
-        raise _json_error(header_json, exc, "protected", "protected header") from None
-    _reject_duplicate_members(header_json, 20 + len(header.rkids), "protected", "protected header")
+        raise json_error(header_json, exc, "protected", "protected header") from None
+    reject_duplicate_members(header_json, 25 + len(header.rkids), "protected", "protected header")
     if header.alg != ALG or header.enc != ENC:
         raise UnsupportedAlgorithm(f"alg/enc must be {ALG}/{ENC}", field="alg")
     if header.typ != TYP or header.v != VERSION:
@@ -339,20 +260,24 @@ def parse(
     mid = b64u_decode(header.mid, "mid")
     if len(mid) != MESSAGE_ID_BYTES:
         raise EnvelopeMalformed("mid: must encode 16 bytes", field="mid")
-    _check_id(header.cid, "cid")
-    _check_id(header.snd, "snd")
-    _check_kid(header.skid, "skid")
+    check_id(header.cid, "cid")
+    check_id(header.snd, "snd")
+    check_kid(header.skid, "skid")
     if not 0 <= header.ts <= MAX_SAFE_INTEGER:
         raise EnvelopeMalformed("ts must be in 0..2**53-1", field="ts")
     if not 1 <= header.ctr <= MAX_SAFE_INTEGER:
         raise EnvelopeMalformed("ctr must be in 1..2**53-1", field="ctr")
+    if not 0 <= header.ep <= MAX_SAFE_INTEGER:
+        raise EnvelopeMalformed("ep must be in 0..2**53-1", field="ep")
+    check_kid(header.mh, "mh")
+    check_kid(header.kc, "kc")
     kids = [r.header.kid for r in env.recipients]
     if len(set(kids)) != len(kids) or len(set(header.rkids)) != len(header.rkids):
         raise DuplicateRecipient("a recipient key id appears twice", field="recipients")
     if kids != header.rkids:
         raise RecipientListInvalid("recipient key ids differ from the protected rkids", field="recipients")
     for kid in kids:
-        _check_kid(kid, "kid")
+        check_kid(kid, "kid")
     iv = b64u_decode(env.iv, "iv")
     if len(iv) != NONCE_BYTES:
         raise NonceInvalid(f"iv is {len(iv)} bytes; must be {NONCE_BYTES}", field="iv")
@@ -367,6 +292,12 @@ def parse(
     return ParsedEnvelope(header, data, mid, env, _Binary(iv, ciphertext, tag, sig, wrapped))
 
 
+def _commitment(cek: bytes) -> hmac.HMAC:
+    mac = hmac.HMAC(cek, hashes.SHA256())
+    mac.update(KC_CONTEXT)
+    return mac
+
+
 def _signing_input(env: _Envelope) -> bytes:
     keys = ",".join(r.encrypted_key for r in env.recipients)
     return ".".join((SIG_CONTEXT.decode(), env.protected, keys, env.iv, env.ciphertext, env.tag)).encode()
@@ -379,6 +310,8 @@ def _seal_with(
     recipients: Sequence[PublicIdentity],
     *,
     counter: int,
+    epoch: int,
+    head: str,
     cek: bytes,
     iv: bytes,
     message_id: bytes,
@@ -396,19 +329,23 @@ def _seal_with(
     kids = [r.wrap_kid for r in recipients]
     if len(set(kids)) != len(kids):
         raise DuplicateRecipient("a recipient key appears twice", field="recipients")
-    _check_id(conversation, "cid")
-    _check_id(sender.username, "snd")
+    check_id(conversation, "cid")
+    check_id(sender.username, "snd")
     if not 1 <= counter <= MAX_SAFE_INTEGER:
         raise EnvelopeMalformed("counter must be in 1..2**53-1", field="ctr")
     if not 0 <= sent_at_ms <= MAX_SAFE_INTEGER:
         raise EnvelopeMalformed("sent_at_ms must be in 0..2**53-1", field="ts")
+    if not 0 <= epoch <= MAX_SAFE_INTEGER:
+        raise EnvelopeMalformed("epoch must be in 0..2**53-1", field="ep")
+    check_kid(head, "mh")
     # Size check before any RSA work: ciphertext grows the text by 4/3, each wrapped key is fixed.
     estimate = (len(plaintext) * 4 + 2) // 3 + sum(r.wrap_key.key_size // 6 + 70 for r in recipients)
     if estimate > max_bytes:
         raise EnvelopeTooLarge(f"envelope would be ~{estimate} bytes; limit {max_bytes}", field="plaintext")
     header = Header(
         alg=ALG, enc=ENC, typ=TYP, cty=CTY, v=VERSION, mid=b64u_encode(message_id), cid=conversation,
-        snd=sender.username, skid=sender.sign_kid, ts=sent_at_ms, ctr=counter, rkids=kids,
+        snd=sender.username, skid=sender.sign_kid, ts=sent_at_ms, ctr=counter, ep=epoch, mh=head,
+        kc=b64u_encode(_commitment(cek).finalize()), rkids=kids,
     )
     protected = b64u_encode(_encoder.encode(header))
     sealed = AESGCM(cek).encrypt(iv, plaintext, protected.encode("ascii"))
@@ -437,6 +374,8 @@ def seal(
     recipients: Sequence[PublicIdentity],
     *,
     counter: int,
+    epoch: int,
+    head: str,
     max_bytes: int = DEFAULT_MAX_ENVELOPE_BYTES,
     max_recipients: int = DEFAULT_MAX_RECIPIENTS,
 ) -> bytes:
@@ -444,15 +383,20 @@ def seal(
 
     Draws a fresh 32-byte CEK, a 12-byte nonce and a 16-byte message id (``os.urandom``),
     encrypts with AES-256-GCM (RFC 7518 §5.3) using the protected header as AAD, wraps the CEK
-    with RSA-OAEP-256 (RFC 7518 §4.3) for every recipient (include the sender to read one's own messages on other devices) and
-    signs with Ed25519 (RFC 8032). Costs one RSA public-key operation per recipient.
+    with RSA-OAEP-256 (RFC 7518 §4.3) for every recipient (include the sender to read one's own
+    messages on other devices) and signs with Ed25519 (RFC 8032). The header commits to the CEK
+    (``kc``) and names the membership epoch sealed to. Costs one RSA public-key operation per
+    recipient.
 
     Args:
         plaintext: message bytes, or text (encoded as UTF-8).
         sender: the sender's private identity (its username: 1-64 of ``[A-Za-z0-9._-]``).
         conversation: conversation id (1-64 of ``[A-Za-z0-9._-]``).
-        recipients: the recipients' public identities, in the order they appear in the envelope.
+        recipients: the recipients' public identities, in the order they appear in the envelope:
+            the members of epoch ``epoch``, in the statement's member order.
         counter: this sender's message counter in this conversation (1, 2, ...; at most 2**53-1).
+        epoch: the membership epoch sealed to (the newest the sender verified), 0..2**53-1.
+        head: the hash of that epoch's membership statement (``Statement.hash``, 43 chars).
         max_bytes: limit on the serialized envelope in bytes (the relay's ``max_envelope``).
         max_recipients: limit on the number of recipients.
 
@@ -462,7 +406,7 @@ def seal(
 
     Raises:
         EnvelopeTooLarge, TooManyRecipients, RecipientListInvalid, DuplicateRecipient,
-        EnvelopeMalformed (bad conversation id, sender name or counter).
+        EnvelopeMalformed (bad conversation id, sender name, counter, epoch or head).
     """
     if isinstance(plaintext, str):
         plaintext = plaintext.encode("utf-8")
@@ -470,7 +414,7 @@ def seal(
     # either way; one system call instead of three).
     fresh = os.urandom(CEK_BYTES + NONCE_BYTES + MESSAGE_ID_BYTES)
     return _seal_with(
-        plaintext, sender, conversation, recipients, counter=counter,
+        plaintext, sender, conversation, recipients, counter=counter, epoch=epoch, head=head,
         cek=fresh[:CEK_BYTES], iv=fresh[CEK_BYTES:CEK_BYTES + NONCE_BYTES],
         message_id=fresh[CEK_BYTES + NONCE_BYTES:], sent_at_ms=int(time.time() * 1000),
         max_bytes=max_bytes, max_recipients=max_recipients,
@@ -496,7 +440,10 @@ def open(  # noqa: A001 - the module's public verb, used as envelope.open(...)
     Order (docs/PROTOCOL.md §5.7): shape and size checks (:func:`parse`); delivery context
     (``conversation``, ``sender``); my recipient entry; the sender's key id against the pinned
     key; the sender's Ed25519 signature; then, only for a signed envelope, RSA-OAEP-256 unwrap
-    (one private-key operation) and AES-256-GCM decryption with the protected header as AAD.
+    (one private-key operation), the key commitment ``kc`` (HMAC-SHA-256, constant time), and
+    AES-256-GCM decryption with the protected header as AAD. The membership checks (``ep``/``mh``
+    against the verified log, ``rkids`` against that epoch's members) are the caller's: they need
+    the log (see ``client_tui.membership``).
     Each step raises its own error; the plaintext is returned only when all pass.
 
     Args:
@@ -514,7 +461,8 @@ def open(  # noqa: A001 - the module's public verb, used as envelope.open(...)
     Raises:
         the errors of :func:`parse`; ConversationMismatch; SenderMismatch; NotARecipient;
         UnknownSenderKey; SignatureInvalid; UnwrapFailed (RSA-OAEP-256 failed, or the key is not
-        32 bytes); DecryptionFailed (AES-GCM tag check failed).
+        32 bytes); KeyCommitmentInvalid (``kc`` does not match the unwrapped key);
+        DecryptionFailed (AES-GCM tag check failed).
     """
     parsed = data if isinstance(data, ParsedEnvelope) else parse(
         data, max_bytes=max_bytes, max_recipients=max_recipients
@@ -549,6 +497,10 @@ def open(  # noqa: A001 - the module's public verb, used as envelope.open(...)
         raise UnwrapFailed("RSA-OAEP-256 unwrap failed", field="encrypted_key") from None
     if len(cek) != CEK_BYTES:
         raise UnwrapFailed(f"unwrapped key is {len(cek)} bytes; must be {CEK_BYTES}", field="encrypted_key")
+    try:
+        _commitment(cek).verify(b64u_decode(h.kc, "kc"))  # constant time
+    except InvalidSignature:
+        raise KeyCommitmentInvalid("the unwrapped key is not the one the header commits to", field="kc") from None
     try:
         plaintext = AESGCM(cek).decrypt(bin_.iv, bin_.ciphertext + bin_.tag, env.protected.encode("ascii"))
     except InvalidTag:

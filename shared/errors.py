@@ -338,3 +338,118 @@ class SessionEnded(AuthFailed):
 
     def as_dict(self) -> dict[str, object]:
         return {**super().as_dict(), "detail": self.detail}
+
+
+# -- envelope v2: key commitment and the membership epoch it was sealed to (PROTOCOL.md §5, §12) ---
+class KeyCommitmentInvalid(VerificationFailed):
+    """The unwrapped key does not match the header's ``kc`` (HMAC-SHA-256 key commitment): the
+    sender committed to another key, e.g. to show different recipients different plaintexts."""
+
+    code = "key_commitment_invalid"
+
+
+class AudienceMismatch(VerificationFailed):
+    """The envelope's ``rkids`` (or its sender) are not exactly the members of the epoch ``ep`` it
+    names: it was sealed to another audience than the membership log says."""
+
+    code = "audience_mismatch"
+
+
+class EpochMismatch(VerificationFailed):
+    """The envelope's ``ep``/``mh`` contradict my verified membership log: another statement at
+    that epoch (a fork), or an epoch the relay does not show me (a withheld change)."""
+
+    code = "epoch_mismatch"
+
+
+# -- membership statements and their chain (PROTOCOL.md §12) ------------------------------------
+class StatementMalformed(MalformedInput):
+    """A membership statement is not of the documented form (encoding, canonical JSON, fields)."""
+
+    code = "statement_malformed"
+
+
+class MembershipInvalid(VerificationFailed):
+    """A membership statement does not follow from the verified log: never acted on."""
+
+    code = "membership_invalid"
+
+
+class StatementSignatureInvalid(MembershipInvalid):
+    """The statement's Ed25519 signature does not verify under its actor's key: forged or altered."""
+
+    code = "statement_signature_invalid"
+
+
+class ActorNotMember(MembershipInvalid):
+    """The statement's actor is not a member of the previous epoch (or of the one it creates)."""
+
+    code = "actor_not_member"
+
+
+class ActorKeyMismatch(MembershipInvalid):
+    """The statement names (or was checked with) another signing key than the one its actor has
+    in the previous epoch."""
+
+    code = "actor_key_mismatch"
+
+
+class EpochSkipped(MembershipInvalid):
+    """The statement's epoch is not the previous epoch + 1 (or a creation is not epoch 0)."""
+
+    code = "epoch_skipped"
+
+
+class ChainBroken(MembershipInvalid):
+    """The statement's ``prev`` is not the hash of the previous statement."""
+
+    code = "chain_broken"
+
+
+class PolicyViolation(MembershipInvalid):
+    """The statement's change is not allowed: its op does not match the change, or the actor is
+    not an admin for it."""
+
+    code = "policy_violation"
+
+
+class MembershipFork(MembershipInvalid):
+    """Two different statements for one epoch, or a log older than one already verified."""
+
+    code = "membership_fork"
+
+
+class MembershipWithheld(MembershipInvalid):
+    """The relay says the conversation is at a newer epoch than any statement it shows."""
+
+    code = "membership_withheld"
+
+
+class _NamesHead:
+    """A relay answer whose ``detail`` = ``{"epoch": head epoch, "head": head hash}`` names the
+    membership log's head: fetch the log, verify it, try again."""
+
+    def __init__(self, message: str, *, epoch: int | None, head: str | None) -> None:
+        super().__init__(message, field="ep")  # the E2EEError after this mixin in the MRO
+        self.detail = {"epoch": epoch, "head": head}
+
+    def as_dict(self) -> dict[str, object]:
+        return {**super().as_dict(), "detail": self.detail}
+
+
+class EpochStale(_NamesHead, E2EEError):
+    """The envelope was sealed to another epoch than the conversation's head (relay answer)."""
+
+    code = "epoch_stale"
+
+
+class MembershipConflict(_NamesHead, Conflict):
+    """Another statement took that epoch first (relay answer)."""
+
+    code = "membership_conflict"
+
+
+class LegacyConversation(E2EEError):
+    """A conversation made before signed membership (it has no log): read-only; start a new one."""
+
+    code = "legacy_conversation"

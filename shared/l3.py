@@ -49,9 +49,6 @@ from .envelope import (
     MESSAGE_ID_BYTES,
     NONCE_BYTES,
     TAG_BYTES,
-    _check_id,
-    _json_error,
-    _reject_duplicate_members,
 )
 from .errors import (
     ChallengeMismatch,
@@ -69,6 +66,7 @@ from .errors import (
     UnwrapFailed,
 )
 from .keys import check_wrap_public_key, key_id
+from .strictjson import check_id, json_error, reject_duplicate_members
 
 __all__ = [
     "ALG", "C2R", "CHALLENGE_BYTES", "DIRECTIONS", "ENC", "HS_ALG", "HS_TYP", "Header", "HandshakeHeader",
@@ -136,7 +134,7 @@ class HandshakeHeader(msgspec.Struct, forbid_unknown_fields=True):
 _header_decoder = msgspec.json.Decoder(Header)
 _hs_decoder = msgspec.json.Decoder(HandshakeHeader)
 _encoder = msgspec.json.Encoder()
-# JSON strings in each header: member names + string values (see envelope._reject_duplicate_members).
+# JSON strings in each header: member names + string values (see strictjson.reject_duplicate_members).
 _HEADER_STRINGS = 11 + 8
 _HS_HEADER_STRINGS = 5 + 4
 
@@ -223,8 +221,8 @@ def _decode_header(part: bytes, decoder: msgspec.json.Decoder, strings: int):
     try:
         header = decoder.decode(raw)
     except (msgspec.DecodeError, RecursionError) as exc:
-        raise _json_error(raw, exc, "protected", "protected header") from None
-    _reject_duplicate_members(raw, strings, "protected", "protected header")
+        raise json_error(raw, exc, "protected", "protected header") from None
+    reject_duplicate_members(raw, strings, "protected", "protected header")
     return header
 
 
@@ -353,8 +351,8 @@ def _seal_with(
     # Test-only seam (vectors inject iv, message_id and sent_at_ms). Not public API.
     if direction not in DIRECTIONS:
         raise EnvelopeMalformed("direction must be 'c2r' or 'r2c'", field="dir")
-    _check_id(conversation, "cid")
-    _check_id(sender, "snd")
+    check_id(conversation, "cid")
+    check_id(sender, "snd")
     if len(b64u_decode(message_id, "mid")) != MESSAGE_ID_BYTES:
         raise EnvelopeMalformed("mid: must encode 16 bytes", field="mid")
     if not 1 <= seq <= MAX_SAFE_INTEGER:
@@ -463,8 +461,8 @@ def open(  # noqa: A001 - the module's public verb, used as l3.open(...)
         raise EnvelopeMalformed("dir must be 'c2r' or 'r2c'", field="dir")
     if len(b64u_decode(h.mid, "mid")) != MESSAGE_ID_BYTES:
         raise EnvelopeMalformed("mid: must encode 16 bytes", field="mid")
-    _check_id(h.cid, "cid")
-    _check_id(h.snd, "snd")
+    check_id(h.cid, "cid")
+    check_id(h.snd, "snd")
     if not 1 <= h.seq <= MAX_SAFE_INTEGER:
         raise EnvelopeMalformed("seq must be in 1..2**53-1", field="seq")
     if not 0 <= h.ts <= MAX_SAFE_INTEGER:

@@ -14,8 +14,9 @@ import time
 import msgspec
 
 from .b64 import b64u_decode, b64u_encode
-from .envelope import DEFAULT_MAX_ENVELOPE_BYTES, MAX_SAFE_INTEGER, MESSAGE_ID_BYTES, _check_id
+from .envelope import DEFAULT_MAX_ENVELOPE_BYTES, MAX_SAFE_INTEGER, MESSAGE_ID_BYTES
 from .errors import EnvelopeMalformed, EnvelopeTooLarge
+from .strictjson import check_id
 
 
 class PlainEnvelope(msgspec.Struct, forbid_unknown_fields=True):
@@ -46,8 +47,8 @@ def check(env: PlainEnvelope) -> PlainEnvelope:
     """
     if len(b64u_decode(env.mid, "mid")) != MESSAGE_ID_BYTES:
         raise EnvelopeMalformed("mid: must encode 16 bytes", field="mid")
-    _check_id(env.cid, "cid")
-    _check_id(env.snd, "snd")
+    check_id(env.cid, "cid")
+    check_id(env.snd, "snd")
     if not 0 <= env.ts <= MAX_SAFE_INTEGER:
         raise EnvelopeMalformed("ts must be in 0..2**53-1", field="ts")
     return env

@@ -13,3 +13,9 @@ async def next_message(client: ChatClient, timeout: float = 15) -> MessageReceiv
         ev = await asyncio.wait_for(client.events.get(), timeout)
         if isinstance(ev, MessageReceived):
             return ev
+
+
+async def messages_of(client: ChatClient, conversation: str, limit: int = 200) -> list:
+    """The client's cached records of ``conversation`` that are messages (not the lines about
+    membership changes), oldest first."""
+    return [r for r in await client.load_history(conversation, limit) if r.state != "system"]

@@ -63,8 +63,8 @@ async def test_repeated_send_of_the_same_envelope_is_stored_once(make_client, re
     alice, bob = await make_client("alice"), await make_client("bob")
     conv = await alice.create_conversation("pair", ["bob"])
     await alice.connect()
-    recipients = await alice.recipients_for(conv)
-    data = envelope.seal("once", alice.identity, conv, recipients, counter=1)
+    aud = await alice.recipients_for(conv)
+    data = envelope.seal("once", alice.identity, conv, aud.recipients, counter=1, epoch=aud.epoch, head=aud.head)
     mid = envelope.parse(data).header.mid
     futs = []
     for _ in range(2):

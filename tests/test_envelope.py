@@ -22,7 +22,7 @@ from shared.errors import (
 
 
 def seal(ids, text="hello, bob ✉️", to=("alice", "bob"), conv="conv-1", **kw):
-    return envelope.seal(text, ids["alice"], conv, [ids[n].public for n in to], counter=1, **kw)
+    return envelope.seal(text, ids["alice"], conv, [ids[n].public for n in to], counter=1, epoch=0, head="A" * 43, **kw)
 
 
 def flip(env: bytes, member: str, index: int = 0, byte: int = -5) -> bytes:

@@ -11,8 +11,9 @@ import pytest
 
 from client_tui import keystore
 from client_tui.core import ChatClient, Contact
-from shared import envelope, frames
+from shared import envelope, frames, membership
 from shared.keys import Identity
+from shared.membership_chain import Chain
 from tests.conftest import FAST_KDF
 
 
@@ -64,7 +65,8 @@ def screen_ready(app, kind, focus: str | None = None) -> bool:
 
 class Hostile:
     """A relay that is not there: the test hands frames to the client's frame handler directly,
-    so it can rewrite, drop, replay or re-route envelopes at will."""
+    so it can rewrite, drop, replay or re-route envelopes at will. ``conv`` has a verified
+    membership log (alice created it with bob and carol), already known to the client."""
 
     def __init__(self, client: ChatClient, ids: dict[str, Identity], conv: str = "conv-1") -> None:
         self.client = client
@@ -72,14 +74,25 @@ class Hostile:
         self.conv = conv
         self.seq = 0
         self.ctr: dict[str, int] = {}
+        self.log = [membership.create(ids["alice"], conv, "hostile",
+                                      [membership.member_of(ids[n].public) for n in ("alice", "bob", "carol")])]
+        chain = client.membership.chains[conv] = Chain(conv)
+        chain.extend(self.log, lambda user, kid: ids[user].public.sign_key)
+        client.membership.claimed[conv] = (chain.head.ep, chain.head.hash)
+
+    @property
+    def epoch(self) -> dict:
+        """``epoch``/``head`` of the log's newest statement, for ``envelope.seal``."""
+        return {"epoch": self.log[-1].ep, "head": self.log[-1].hash}
 
     def seal(self, sender: str, text: str, *, to: list[str] | None = None, conv: str | None = None,
              ctr: int | None = None) -> bytes:
         conv = conv or self.conv
-        to = to or [sender, self.client.username]
+        to = to or list(self.log[-1].usernames)
         if ctr is None:
             ctr = self.ctr[sender] = self.ctr.get(sender, 0) + 1
-        return envelope.seal(text, self.ids[sender], conv, [self.ids[u].public for u in to], counter=ctr)
+        return envelope.seal(text, self.ids[sender], conv, [self.ids[u].public for u in to], counter=ctr,
+                             **self.epoch)
 
     async def deliver(self, data: bytes, *, sender: str, conv: str | None = None, seq: int | None = None) -> int:
         if seq is None:

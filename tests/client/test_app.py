@@ -19,7 +19,12 @@ SIZE = (120, 36)
 
 
 def texts(app: ChatApp) -> list[str | None]:
-    return [r.text for r in app.chat.records] if app.chat else []
+    return [r.text for r in messages(app)]
+
+
+def messages(app: ChatApp) -> list:
+    """The message records on screen (not the lines about membership changes)."""
+    return [r for r in app.chat.records if r.state != "system"] if app.chat else []
 
 
 async def register_in_ui(app: ChatApp, pilot, name: str) -> None:
@@ -70,13 +75,13 @@ async def test_register_two_users_start_a_conversation_send_and_receive(relay, t
         try:
             await wait_until(lambda: texts(alice_app) == ["hello bob", "hi alice 👋🏽 你好 مرحبا"])
         except AssertionError:
-            print("ALICE", texts(alice_app), [r.state for r in alice_app.chat.records])
-            print("BOB", texts(bob_app), [r.state for r in bob_app.chat.records], bob_app.client.outbox)
+            print("ALICE", texts(alice_app), [r.state for r in messages(alice_app)])
+            print("BOB", texts(bob_app), [r.state for r in messages(bob_app)], bob_app.client.outbox)
             print("BOBC", repr(bob_app.chat.query_one("#composer").text), bob_app.focused)
             raise
-        mine = alice_app.chat.records[0]
+        mine = messages(alice_app)[0]
         await wait_until(lambda: mine.state == "delivered")
-        theirs = alice_app.chat.records[1]
+        theirs = messages(alice_app)[1]
         assert (theirs.sender, alice_app.client.mark(theirs)) == ("bob", "unverified")
         status = str(alice_app.chat.query_one("#status").render())
         assert "L4" in status and "online" in status and "RTT" in status
@@ -146,7 +151,7 @@ async def test_inspector_shows_ciphertext_only(make_client):
             assert label in shown, label
         # my own message: the sealing costs, wrap × 2
         await pilot.press(*"and my answer", "enter")
-        await wait_until(lambda: len(app.chat.records) == 2 and app.chat.records[1].state != "sending")
+        await wait_until(lambda: len(messages(app)) == 2 and messages(app)[1].state != "sending")
         await pilot.press("ctrl+down")
         # the selection moves at once, the inspector follows when the screen handles Selected
         await wait_until(lambda: "wrap × 2" in rendered_text(app.chat.inspected))  # only mine were wrapped
@@ -244,14 +249,15 @@ async def test_a_counter_gap_is_shown_if_it_stays_open_and_removed_when_filled(m
     monkeypatch.setattr(app_module, "GAP_GRACE_S", 0.2)
     alice, bob = await make_client("alice"), await make_client("bob")
     conv = await alice.create_conversation("pair", ["bob"])
-    recipients = await alice.recipients_for(conv)
+    aud = await alice.recipients_for(conv)
     app = ChatApp(bob, conv)
     async with app.run_test(size=SIZE):
         await wait_until(lambda: bob.online)
         await alice.connect()
 
         async def send(ctr: int) -> None:  # alice's sends, with counters picked by the test
-            data = envelope.seal(f"n{ctr}", alice.identity, conv, recipients, counter=ctr)
+            data = envelope.seal(f"n{ctr}", alice.identity, conv, aud.recipients, counter=ctr, epoch=aud.epoch,
+                                 head=aud.head)
             fut = asyncio.get_running_loop().create_future()
             alice._pending[envelope.parse(data).header.mid] = fut
             await alice._send_frame(frames.Send(conv, msgspec.Raw(data)))

@@ -47,8 +47,11 @@ def test_send_then_tail_prints_the_decrypted_text(world, monkeypatch, capsys):
     assert code == 0 and f"conversation={conv}" in out  # the same conversation again
     code, out, _ = run(monkeypatch, capsys, "bob", "tail", "--json")
     lines = [json.loads(line) for line in out.splitlines()]
-    assert [(m["sender"], m["text"], m["seq"]) for m in lines] == [("alice", "hi bob \x1b[31m!", 1),
-                                                                   ("alice", "second", 2)]
+    assert [(m["sender"], m["text"], m["seq"]) for m in lines if m["state"] != "system"] == [
+        ("alice", "hi bob \x1b[31m!", 1), ("alice", "second", 2)]
+    (created,) = [m for m in lines if m["state"] == "system"]  # who made the conversation, verified
+    assert (created["sender"], created["mark"]) == ("alice", "unverified")
+    assert created["text"] == "created the conversation “alice, bob” with bob · epoch 0, signature verified"
     code, out, _ = run(monkeypatch, capsys, "bob", "tail", "-n", "5")
     assert code == 0
     assert "alice: hi bob \u241b[31m!" in out  # the escape is shown harmlessly, not executed
@@ -67,7 +70,10 @@ def test_a_key_change_blocks_send_until_accepted(world, monkeypatch, capsys):
     assert code == 0 and "not verified" in out
     assert run(monkeypatch, capsys, "alice", "send", "--to", "bob", "--text", "two")[0] == 0
     code, out, _ = run(monkeypatch, capsys, "bob", "tail", "--json")
-    assert [json.loads(line)["text"] for line in out.splitlines()] == ["one", "two"]
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert [m["text"] for m in lines if m["state"] != "system"] == ["one", "two"]
+    assert [m["text"] for m in lines if m["state"] == "system"][-1] == \
+        "moved to new keys in this conversation (signed with their previous key) · epoch 1, signature verified"
 
 
 def test_wrong_passphrase_is_a_clean_error(world, monkeypatch, capsys):

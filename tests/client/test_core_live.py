@@ -23,6 +23,7 @@ from client_tui.core import (
 from shared import envelope, frames
 from tests.client.conftest import wait_event, wait_until
 from tests.conftest import FAST_KDF, PASSWORD, close_all
+from tests.e2e_helpers import messages_of
 
 
 async def received_texts(client: ChatClient, n: int, timeout: float = 20) -> list[str]:
@@ -45,7 +46,7 @@ async def test_my_message_goes_sending_stored_delivered(make_client):
     assert rec.seq is not None and rec.info["delivered_to"] == ["bob"]
     timings = rec.info["timings"]
     assert len(timings["wrap"]) == 2 and timings["sign"] > 0 and timings["encrypt"] >= 0
-    (cached,) = await alice.load_history(conv)
+    (cached,) = await messages_of(alice, conv)
     assert (cached.text, cached.state, cached.seq) == ("hello", "delivered", rec.seq)
     await close_all(alice, bob)
 
@@ -69,7 +70,7 @@ async def test_history_survives_a_restart_without_unwrapping_and_holds_no_plaint
     monkeypatch.setattr(measure, "open_", no_rsa)
     bob2 = ChatClient(relay.url, "bob", bob.profile.parent.parent, kdf=FAST_KDF)
     await bob2.login(PASSWORD, "bob passphrase")
-    assert [r.text for r in await bob2.load_history(conv)] == texts
+    assert [r.text for r in await messages_of(bob2, conv)] == texts
     await bob2.connect()
     await bob2.wait_synced()
     await bob2.close()
@@ -78,7 +79,7 @@ async def test_history_survives_a_restart_without_unwrapping_and_holds_no_plaint
         for t in texts:
             assert t.encode() not in blob, path
     db = sqlite3.connect(bob2.history_path)
-    assert db.execute("SELECT count(*) FROM messages").fetchone()[0] == 3
+    assert db.execute("SELECT count(*) FROM messages WHERE state != 'system'").fetchone()[0] == 3
     db.close()
     assert oct(bob2.history_path.stat().st_mode & 0o777) == "0o600"
 
@@ -114,9 +115,9 @@ async def test_relay_killed_and_restarted_nothing_lost_or_doubled(make_client, r
     expected = [f"before {i}" for i in range(3)] + ["while the relay was down"] + [f"after {i}" for i in range(2)]
     await wait_until(lambda: bob._state.cursor >= 6)
     await asyncio.sleep(0.2)
-    got = [r.text for r in await bob.load_history(conv)]
+    got = [r.text for r in await messages_of(bob, conv)]
     assert got == expected
-    assert [r.text for r in await alice.load_history(conv)] == expected
+    assert [r.text for r in await messages_of(alice, conv)] == expected
     assert reconnect_s < 10
     print(f"reconnect after relay restart: {reconnect_s * 1000:.0f} ms")
     await close_all(alice, bob)
@@ -157,8 +158,9 @@ async def test_real_rotation_warns_blocks_and_old_sealed_messages_still_open(mak
     await alice.send_text(conv, "to bob's first key")
     assert await received_texts(bob, 1) == ["to bob's first key"]
     # sealed to bob's first key, sent only after the rotation
-    old_recipients = await alice.recipients_for(conv)
-    late = envelope.seal("sealed before the rotation", alice.identity, conv, old_recipients, counter=2)
+    old = await alice.recipients_for(conv)
+    late = envelope.seal("sealed before the rotation", alice.identity, conv, old.recipients, counter=2, epoch=old.epoch,
+                         head=old.head)
     await bob.rotate_keys()
     change = await wait_event(alice, KeyChanged)
     assert change.user == "bob" and change.signed_by_old is True
@@ -225,7 +227,7 @@ async def test_the_outbox_survives_a_client_restart(make_client, relay):
     await bob.connect()
     assert await received_texts(bob, 1) == ["written offline, sent after a restart"]
     await wait_until(lambda: not alice2.outbox)
-    (cached,) = await alice2.load_history(conv)
+    (cached,) = await messages_of(alice2, conv)
     assert cached.state in ("stored", "delivered") and cached.ctr == 1
     await close_all(alice2, bob)
 
@@ -251,8 +253,8 @@ async def test_relay_killed_with_a_full_outbox_resumes_without_spinning(make_cli
     await wait_until(lambda: not alice.outbox, timeout=30)
     await wait_until(lambda: bob._state.cursor >= 60, timeout=30)
     await asyncio.sleep(0.2)
-    assert sorted(r.text for r in await bob.load_history(conv)) == sorted(f"m{i}" for i in range(60))
-    assert [r.ctr for r in await alice.load_history(conv)] == list(range(1, 61))
+    assert sorted(r.text for r in await messages_of(bob, conv)) == sorted(f"m{i}" for i in range(60))
+    assert [r.ctr for r in await messages_of(alice, conv)] == list(range(1, 61))
     await close_all(alice, bob)
 
 

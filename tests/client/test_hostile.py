@@ -23,6 +23,7 @@ from shared import envelope
 from shared.b64 import b64u_decode, b64u_encode
 from shared.keys import Identity, PublicIdentity
 from tests.client.conftest import drain
+from tests.e2e_helpers import messages_of
 
 
 def _edit(data: bytes, **changes) -> bytes:
@@ -55,7 +56,7 @@ async def test_k04_cut_or_flipped_tag_is_could_not_verify_and_the_valid_one_show
     assert all(r.text is None for r in recs[:3])
     assert recs[3].text == "the real one"
     assert bob._state.cursor == 4
-    cached = await bob.load_history("conv-1")
+    cached = await messages_of(bob, "conv-1")
     assert [(r.state, r.text) for r in cached] == [("unreadable", None)] * 3 + [("received", "the real one")]
 
 
@@ -134,7 +135,8 @@ async def test_k06_substituted_key_mid_conversation_warns_and_blocks_sending(off
     bob.token, bob.token_exp = "t", 2**40
     bob._key_fetched_at.pop("alice")
     as_alice = Identity("alice", identities["mallory"].wrap_private, identities["mallory"].sign_private)
-    forged = envelope.seal("send money to mallory", as_alice, "conv-1", [real, identities["bob"].public], counter=2)
+    forged = envelope.seal("send money to mallory", as_alice, "conv-1",
+                           [real, identities["bob"].public, identities["carol"].public], counter=2, **relay.epoch)
     await relay.deliver(forged, sender="alice")
     events = drain(bob)
     (change,) = [e for e in events if isinstance(e, KeyChanged)]
@@ -185,7 +187,7 @@ async def test_a_sender_key_that_cannot_be_fetched_leaves_the_message_for_the_ne
     with pytest.raises(SenderKeyUnavailable):
         await relay.deliver(data, sender="alice", seq=1)
     assert drain(bob) == [] and bob._state.cursor == 0 and bob._ack_due == 0
-    assert await bob.load_history("conv-1") == []
+    assert await messages_of(bob, "conv-1") == []
     # after the reconnect the sync delivers it again; now the key is there
     bob.contacts["alice"] = Contact(identities["alice"].public)
     await relay.deliver(data, sender="alice", seq=1)

@@ -34,7 +34,7 @@ async def test_k10_a_reader_that_stops_is_cut_off_and_catches_up_by_sync(world):
     relay = world.relay(name="k10", env={"E2EE_RATE_SENDS_PER_S": "0", "E2EE_LOG_LEVEL": "WARNING"})
     alice, bob, carol = [await world.client(relay, n, connect=False) for n in ("alice", "bob", "carol")]
     conv = await alice.create_conversation("group", ["bob", "carol"])
-    people = [c.identity.public for c in (alice, bob, carol)]
+    aud = await alice.recipients_for(conv)
     stalled = await open_ws(relay, bob.token, max_queue=1)  # bob reads nothing from here on
     await recv_type(stalled, "ready")
     reader = await open_ws(relay, carol.token, max_size=2**20)
@@ -54,7 +54,7 @@ async def test_k10_a_reader_that_stops_is_cut_off_and_catches_up_by_sync(world):
     acked: list[int] = []
     text = "k" * TEXT_BYTES
     for i in range(MESSAGES):
-        data = envelope.seal(text, alice.identity, conv, people, counter=i + 1)
+        data = envelope.seal(text, alice.identity, conv, aud.recipients, counter=i + 1, epoch=aud.epoch, head=aud.head)
         await sender.send(send_frame(conv, data))
         if i >= WINDOW:  # at most WINDOW sends unanswered
             acked.append((await recv_type(sender, "stored", timeout=60))["seq"])

@@ -16,6 +16,7 @@ from jwcrypto import jwe, jwk
 
 from shared import envelope, l3
 from shared.b64 import b64u_decode, b64u_encode
+from shared.errors import E2EEError
 from tests.vectors import vectorlib
 
 L4 = vectorlib.load("l4.json")
@@ -56,7 +57,8 @@ def test_jwcrypto_decrypts_the_l4_vectors(ids, vec):
 
 def test_jwcrypto_decrypts_a_fresh_envelope_for_each_recipient(ids):
     people = [ids[n] for n in ("alice", "bob", "carol", "mallory")]
-    data = envelope.seal("fresh for jwcrypto ✓", ids["carol"], "conv-9", [p.public for p in people], counter=3)
+    data = envelope.seal("fresh for jwcrypto ✓", ids["carol"], "conv-9", [p.public for p in people], counter=3,
+                         epoch=1, head="A" * 43)
     for p in people:
         payload, _ = jwcrypto_decrypt(data.decode(), private_jwk(p.wrap_private))
         assert payload.decode() == "fresh for jwcrypto ✓"
@@ -74,8 +76,10 @@ def test_jwcrypto_rejects_a_tampered_envelope(ids):
 def test_jwcrypto_jwe_plus_our_signature_opens_in_our_code(ids):
     """jwcrypto encrypts (General JSON, RSA-OAEP-256 per recipient); alice adds ``sig``; we open."""
     alice, bob = ids["alice"], ids["bob"]
-    header = vectorlib.header_for(alice, "conv-1", [alice, bob], mid=os.urandom(16), ts=1, ctr=9)
+    cek = os.urandom(32)  # jwcrypto wraps the key it is given: the header's kc must commit to it
+    header = vectorlib.header_for(alice, "conv-1", [alice, bob], mid=os.urandom(16), ts=1, ctr=9, cek=cek)
     token = jwe.JWE(b"encrypted by jwcrypto", protected=json.dumps(header, separators=(",", ":")))
+    token.cek = cek
     for who in (alice, bob):
         token.add_recipient(public_jwk(who.public.wrap_key), header=json.dumps({"kid": who.wrap_kid}))
     doc = json.loads(token.serialize())
@@ -84,6 +88,21 @@ def test_jwcrypto_jwe_plus_our_signature_opens_in_our_code(ids):
     opened = envelope.open(json.dumps(doc).encode(), bob, alice.public.sign_key, conversation="conv-1",
                            sender="alice")
     assert opened.plaintext == b"encrypted by jwcrypto" and opened.header.ctr == 9
+
+
+def test_a_jose_library_ignores_sig_and_kc_so_it_gets_confidentiality_only(ids):
+    """jwcrypto opens envelopes our ``open`` refuses: a forged signature, a key commitment to
+    another key (PROTOCOL.md §5.8). Only a reader that checks ``sig`` and ``kc`` gets authenticity
+    and key commitment."""
+    neg = {v["name"]: v for v in vectorlib.load("l4_negative.json")["vectors"]}
+    key = private_jwk(ids["bob"].wrap_private)
+    plaintext = b64u_decode(vectorlib.load("l4_negative.json")["base_plaintext"])
+    for name in ("signature_zero", "kc_for_another_key_signed"):
+        payload, _ = jwcrypto_decrypt(neg[name]["envelope"], key)
+        assert payload == plaintext
+        with pytest.raises(E2EEError) as err:
+            envelope.open(neg[name]["envelope"].encode(), ids["bob"], ids["alice"].public.sign_key)
+        assert err.value.code == neg[name]["code"]
 
 
 def test_jwcrypto_decrypts_the_l3_vectors():

@@ -1,9 +1,11 @@
 """Independent implementation 1: Node.js with only its built-in WebCrypto (no npm packages).
 
-``webcrypto_interop.mjs`` was written from docs/PROTOCOL.md. It reads the committed vectors,
-checks key ids, safety numbers, L4 and L3 vectors (every negative vector must give the same error
-code and field as ours), then seals an L4 envelope and an L3 handshake + message that our code
-must open. Skips only when ``node`` is missing and ``CI`` is unset.
+``webcrypto_interop.mjs`` (with ``wc_common.mjs`` and ``wc_membership.mjs``) was written from
+docs/PROTOCOL.md. It reads the committed vectors, checks key ids, safety numbers, L4 (v2: key
+commitment, epoch and membership hash), membership logs and L3 vectors (every negative vector must
+give the same error code and field as ours), then signs a membership log, seals an L4 envelope to
+its head, and makes an L3 handshake + message that our code must verify and open. Skips only
+when ``node`` is missing and ``CI`` is unset.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from shared import envelope, l3
+from shared import envelope, l3, membership
 from shared.b64 import b64u_encode
 from shared.errors import ChallengeMismatch, NotARecipient
+from shared.membership_chain import Chain, check_audience
 from tests.interop.conftest import require_tool
 from tests.vectors import vectorlib
 
@@ -61,11 +64,25 @@ def test_node_checks_every_vector_and_all_pass(node_run):
     for v in vectorlib.load("safety.json")["vectors"]:
         assert f"safety number {v['a']}-{v['b']}" in checks
     assert "L3 handshake vector accepted" in checks
+    mem = vectorlib.load("membership.json")
+    for c in mem["chains"]:
+        assert f"membership chain {c['name']} verifies" in checks
+    for kind in ("negative", "forks", "audience"):
+        word = {"negative": "negative", "forks": "fork", "audience": "audience"}[kind]
+        for v in mem[kind]:
+            assert f"membership {word} {v['name']} -> {v['code'] if v['code'] is not None else 'null'}" in checks
 
 
-def test_python_opens_the_node_envelope(node_run, ids):
+def test_python_verifies_the_node_log_and_opens_its_envelope(node_run, ids):
+    """Node signed a creation (alice) and an add (bob); its envelope is sealed to that head."""
+    statements = [membership.parse(s) for s in node_run["produced"]["membership"]]
+    chain = Chain("conv-node")
+    assert chain.extend(statements, lambda user, kid: ids[user].public.sign_key) == statements
+    assert [s.op for s in statements] == ["create", "add"] and chain.head.usernames == ("alice", "bob", "carol")
     p = node_run["produced"]["l4"]
     data = p["envelope"].encode()
+    h = envelope.parse(data).header
+    assert check_audience(chain, ep=h.ep, mh=h.mh, sender=h.snd, rkids=h.rkids) is chain.head
     for name in p["recipients"]:
         opened = envelope.open(data, ids[name], ids["alice"].public.sign_key,
                                conversation=p["conversation"], sender=p["sender"])

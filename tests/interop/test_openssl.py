@@ -1,8 +1,11 @@
-"""Independent implementation 2: the ``openssl`` command line unwraps (and wraps) our CEKs.
+"""Independent implementation 2: the ``openssl`` command line checks our envelopes' cryptography.
 
 RSA-OAEP-256 as JOSE defines it (RFC 7518 §4.3) is OAEP with SHA-256 and MGF1-SHA-256 and an
-empty label; ``openssl pkeyutl`` with exactly those options must agree with us both ways. Skips
-only when ``openssl`` is missing and ``CI`` is unset.
+empty label; ``openssl pkeyutl`` with exactly those options must agree with us both ways. It also
+recomputes the v2 key commitment (``openssl mac`` HMAC-SHA-256) and verifies the Ed25519
+signatures of envelopes and membership statements over their documented inputs (``pkeyutl
+-verify -rawin``). (The openssl command line has no AES-GCM, so it cannot decrypt.) Skips only
+when ``openssl`` is missing and ``CI`` is unset.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from tests.interop.conftest import require_tool
 from tests.vectors import vectorlib
 
 L4 = vectorlib.load("l4.json")
+MEMBERSHIP = vectorlib.load("membership.json")
 OAEP_256_OPTS = [
     "-pkeyopt", "rsa_padding_mode:oaep", "-pkeyopt", "rsa_oaep_md:sha256", "-pkeyopt", "rsa_mgf1_md:sha256",
 ]
@@ -69,7 +73,8 @@ def test_openssl_unwraps_the_vector_keys(openssl, tmp_path, ids, vec):
 def test_openssl_unwraps_a_freshly_sealed_key(openssl, tmp_path, ids):
     cek = os.urandom(32)
     data = envelope._seal_with(
-        b"fresh", ids["alice"], "conv-1", [ids["bob"].public, ids["carol"].public], counter=1, cek=cek,
+        b"fresh", ids["alice"], "conv-1", [ids["bob"].public, ids["carol"].public], counter=1, epoch=0,
+        head="A" * 43, cek=cek,
         iv=os.urandom(12), message_id=os.urandom(16), sent_at_ms=0, max_bytes=1 << 18, max_recipients=8,
     )
     doc = json.loads(data)
@@ -110,6 +115,46 @@ def test_openssl_wrapped_with_other_oaep_parameters_is_unwrap_failed(openssl, tm
     vectorlib.resign(doc, ids["alice"].sign_private)
     with pytest.raises(UnwrapFailed):
         envelope.open(vectorlib.compact_json(doc), ids["bob"], ids["alice"].public.sign_key)
+
+
+@pytest.mark.parametrize("vec", L4["vectors"], ids=[v["name"] for v in L4["vectors"]])
+def test_openssl_recomputes_the_key_commitment_and_verifies_the_signature(openssl, tmp_path, ids, vec):
+    ctx = tmp_path / "ctx.bin"
+    ctx.write_bytes(L4["key_commitment_context"].encode())
+    mac = subprocess.run([openssl, "mac", "-digest", "SHA256", "-macopt", "hexkey:" + b64u_decode(vec["cek"]).hex(),
+                          "-in", str(ctx), "HMAC"], capture_output=True, text=True, timeout=60, check=True)
+    assert bytes.fromhex(mac.stdout.strip()) == b64u_decode(vec["kc"])
+    doc = json.loads(vec["envelope"])
+    assert verify_ed25519(openssl, tmp_path, ids[vec["sender"]].public.sign_key, vectorlib.signing_input(doc),
+                          b64u_decode(doc["sig"]))
+    assert not verify_ed25519(openssl, tmp_path, ids["mallory"].public.sign_key, vectorlib.signing_input(doc),
+                              b64u_decode(doc["sig"]))
+
+
+def test_openssl_verifies_every_membership_statement(openssl, tmp_path, ids):
+    """Ed25519 over ASCII "e2ee-chat/v1/membership." + the body part, by the actor's bound key."""
+    pool = vectorlib.key_pool()
+    keys = {ids[n].sign_kid: ids[n].public.sign_key for n in ids} | {
+        e["sign_kid"]: pool[e["pool_index"]].sign_private.public_key() for e in MEMBERSHIP["extra_keys"]}
+    for st in MEMBERSHIP["chains"][0]["statements"]:
+        body_b64, sig = st["signed"].split(".")
+        akid = json.loads(b64u_decode(body_b64))["akid"]
+        assert verify_ed25519(openssl, tmp_path, keys[akid], f"{MEMBERSHIP['signing_context']}.{body_b64}".encode(),
+                              b64u_decode(sig)), st["ep"]
+    forged = next(v for v in MEMBERSHIP["negative"] if v["name"] == "forged_signature")
+    body_b64, sig = forged["statement"].split(".")
+    assert not verify_ed25519(openssl, tmp_path, ids["bob"].public.sign_key,
+                              f"{MEMBERSHIP['signing_context']}.{body_b64}".encode(), b64u_decode(sig))
+
+
+def verify_ed25519(openssl: str, tmp: Path, key, data: bytes, sig: bytes) -> bool:
+    pub = write_public(tmp, "ed25519", key)
+    (tmp / "data.bin").write_bytes(data)
+    (tmp / "sig.bin").write_bytes(sig)
+    proc = subprocess.run([openssl, "pkeyutl", "-verify", "-pubin", "-inkey", str(pub), "-rawin",
+                           "-in", str(tmp / "data.bin"), "-sigfile", str(tmp / "sig.bin")],
+                          capture_output=True, timeout=60, check=False)
+    return proc.returncode == 0
 
 
 def test_openssl_unwraps_the_l3_session_key(openssl, tmp_path):

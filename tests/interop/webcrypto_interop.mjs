@@ -11,164 +11,13 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 
-const subtle = globalThis.crypto.subtle;
-const enc = new TextEncoder();
-const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
-
-class ProtoError extends Error {
-  constructor(code, field, message) {
-    super(message || code);
-    this.code = code;
-    this.field = field ?? null;
-  }
-}
-const fail = (code, field, message) => { throw new ProtoError(code, field, message); };
-
-// -- base64url (RFC 4648 §5), strict: no padding, no other characters, unused bits zero ----------
-const ALPH = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-const INDEX = new Map([...ALPH].map((c, i) => [c, i]));
-
-function b64uDecode(text, field) {
-  if (typeof text !== "string") fail("base64_invalid", field, "not a string");
-  if (text.length % 4 === 1) fail("base64_invalid", field, "impossible length");
-  const out = new Uint8Array(Math.floor((text.length * 3) / 4));
-  let acc = 0, bits = 0, j = 0;
-  for (let i = 0; i < text.length; i++) {
-    const v = INDEX.get(text[i]);
-    if (v === undefined) fail("base64_invalid", field, "character outside the alphabet");
-    acc = (acc << 6) | v;
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out[j++] = (acc >> bits) & 0xff;
-    }
-    acc &= (1 << bits) - 1;
-  }
-  if (acc !== 0) fail("base64_invalid", field, "non-canonical (unused bits set)");
-  return out;
-}
-
-function b64uEncode(bytes) {
-  let out = "", acc = 0, bits = 0;
-  for (const b of bytes) {
-    acc = (acc << 8) | b;
-    bits += 8;
-    while (bits >= 6) {
-      bits -= 6;
-      out += ALPH[(acc >> bits) & 63];
-    }
-    acc &= (1 << bits) - 1;
-  }
-  if (bits > 0) out += ALPH[(acc << (6 - bits)) & 63];
-  return out;
-}
-
-const concat = (...parts) => {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let o = 0;
-  for (const p of parts) { out.set(p, o); o += p.length; }
-  return out;
-};
-const equal = (a, b) => a.length === b.length && a.every((x, i) => x === b[i]);
-const sha256 = async (data) => new Uint8Array(await subtle.digest("SHA-256", data));
-const keyId = async (spkiDer) => b64uEncode(await sha256(spkiDer));
-
-// -- strict JSON (RFC 8259) with the document's extra rules --------------------------------------
-// Syntax errors (and invalid UTF-8) are `malformed`; then one value followed by anything but
-// whitespace is trailing_data; then a repeated member name is duplicate_member.
-function parseStrict(bytes, field, malformed) {
-  let text;
-  try { text = utf8.decode(bytes); } catch { fail(malformed, field, "not UTF-8"); }
-  let i = 0, duplicate = null;
-  const ws = () => { while (i < text.length && " \t\n\r".includes(text[i])) i++; };
-  const bad = (why) => fail(malformed, field, `JSON: ${why} at ${i}`);
-  function value(depth) {
-    if (depth > 500) bad("nested too deeply");
-    ws();
-    const c = text[i];
-    if (c === "{") {
-      i++;
-      const obj = Object.create(null);
-      ws();
-      if (text[i] === "}") { i++; return obj; }
-      for (;;) {
-        ws();
-        if (text[i] !== '"') bad("member name expected");
-        const name = string();
-        if (name in obj && duplicate === null) duplicate = name;
-        ws();
-        if (text[i++] !== ":") bad("':' expected");
-        obj[name] = value(depth + 1);
-        ws();
-        if (text[i] === ",") { i++; continue; }
-        if (text[i] === "}") { i++; return obj; }
-        bad("',' or '}' expected");
-      }
-    }
-    if (c === "[") {
-      i++;
-      const arr = [];
-      ws();
-      if (text[i] === "]") { i++; return arr; }
-      for (;;) {
-        arr.push(value(depth + 1));
-        ws();
-        if (text[i] === ",") { i++; continue; }
-        if (text[i] === "]") { i++; return arr; }
-        bad("',' or ']' expected");
-      }
-    }
-    if (c === '"') return string();
-    for (const [word, v] of [["true", true], ["false", false], ["null", null]]) {
-      if (text.startsWith(word, i)) { i += word.length; return v; }
-    }
-    const m = /^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?/.exec(text.slice(i, i + 400));
-    if (!m) bad("value expected");
-    i += m[0].length;
-    // A fraction or exponent makes a non-integer: kept apart so that an "int" member refuses it.
-    return m[2] || m[3] ? { float: Number(m[0]) } : Number(m[0]);
-  }
-  function string() {
-    i++; // opening quote
-    let out = "";
-    for (;;) {
-      if (i >= text.length) bad("unterminated string");
-      const c = text[i++];
-      if (c === '"') return out;
-      if (c < " ") bad("control character in string");
-      if (c !== "\\") { out += c; continue; }
-      const e = text[i++];
-      const simple = { '"': '"', "\\": "\\", "/": "/", b: "\b", f: "\f", n: "\n", r: "\r", t: "\t" }[e];
-      if (simple !== undefined) { out += simple; continue; }
-      if (e !== "u" || !/^[0-9a-fA-F]{4}$/.test(text.slice(i, i + 4))) bad("bad escape");
-      out += String.fromCharCode(parseInt(text.slice(i, i + 4), 16));
-      i += 4;
-    }
-  }
-  const result = value(0);
-  ws();
-  if (i !== text.length) fail("trailing_data", field, "bytes follow the JSON value");
-  if (duplicate !== null) fail("duplicate_member", field, `member ${duplicate} repeated`);
-  return result;
-}
-
-// Exact shape: all members present, no others, of the given types ("str", "int", [..], {...}).
-function checkShape(v, shape, field, code) {
-  if (shape === "str") { if (typeof v !== "string") fail(code, field, "string expected"); return; }
-  if (shape === "int") { if (typeof v !== "number" || !Number.isInteger(v)) fail(code, field, "integer expected"); return; }
-  if (Array.isArray(shape)) {
-    if (!Array.isArray(v)) fail(code, field, "array expected");
-    for (const x of v) checkShape(x, shape[0], field, code);
-    return;
-  }
-  if (v === null || typeof v !== "object" || Array.isArray(v)) fail(code, field, "object expected");
-  const want = Object.keys(shape), got = Object.keys(v);
-  for (const k of got) if (!want.includes(k)) fail(code, field, `unknown member ${k}`);
-  for (const k of want) {
-    if (!(k in v)) fail(code, field, `missing member ${k}`);
-    checkShape(v[k], shape[k], field, code);
-  }
-}
+import {
+  MAX_SAFE, ID_RE, ProtoError, b64uDecode, b64uEncode, checkKid, checkShape, concat, enc, equal, fail, keyId,
+  parseStrict, sha256, subtle,
+} from "./wc_common.mjs";
+import {
+  Chain, checkAudience, checkContinuity, detectFork, ed25519FromSeed, parseStatement, signStatement,
+} from "./wc_membership.mjs";
 
 // -- L4 (docs/PROTOCOL.md §5) --------------------------------------------------------------------
 const ENVELOPE = {
@@ -177,18 +26,17 @@ const ENVELOPE = {
 };
 const HEADER = {
   alg: "str", enc: "str", typ: "str", cty: "str", v: "int", mid: "str", cid: "str", snd: "str",
-  skid: "str", ts: "int", ctr: "int", rkids: ["str"],
+  skid: "str", ts: "int", ctr: "int", ep: "int", mh: "str", kc: "str", rkids: ["str"],
 };
-const ID_RE = /^[A-Za-z0-9._-]{1,64}$/;
-const KID_RE = /^[A-Za-z0-9_-]{42}[AEIMQUYcgkosw048]$/;
-const MAX_SAFE = Number.MAX_SAFE_INTEGER;
+const KC_CONTEXT = enc.encode("e2ee-chat/v2/key-commitment");
 
-function checkKid(kid, field) {
-  if (!KID_RE.test(kid)) {
-    if (kid.length !== 43) fail("envelope_malformed", field, "a key id is 43 characters");
-    b64uDecode(kid, field);
-  }
+async function keyCommitment(cek) {
+  const mac = await subtle.importKey("raw", cek, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+  return new Uint8Array(await subtle.sign("HMAC", mac, KC_CONTEXT));
 }
+
+// Compare without an early exit (the time does not depend on where the first difference is).
+const sameBytes = (a, b) => a.length === b.length && a.reduce((d, x, i) => d | (x ^ b[i]), 0) === 0;
 
 function parseL4(bytes, maxBytes = 256 * 1024, maxRecipients = 256) {
   if (bytes.length > maxBytes) fail("envelope_too_large", "envelope");
@@ -200,7 +48,7 @@ function parseL4(bytes, maxBytes = 256 * 1024, maxRecipients = 256) {
   const h = parseStrict(headerBytes, "protected", "envelope_malformed");
   checkShape(h, HEADER, "protected", "envelope_malformed");
   if (h.alg !== "RSA-OAEP-256" || h.enc !== "A256GCM") fail("unsupported_algorithm", "alg");
-  if (h.typ !== "e2ee-chat/msg" || h.v !== 1) fail("unsupported_algorithm", "v");
+  if (h.typ !== "e2ee-chat/msg" || h.v !== 2) fail("unsupported_algorithm", "v");
   if (h.cty !== "text/plain;charset=utf-8") fail("unsupported_algorithm", "cty");
   if (b64uDecode(h.mid, "mid").length !== 16) fail("envelope_malformed", "mid");
   if (!ID_RE.test(h.cid)) fail("envelope_malformed", "cid");
@@ -208,6 +56,9 @@ function parseL4(bytes, maxBytes = 256 * 1024, maxRecipients = 256) {
   checkKid(h.skid, "skid");
   if (!(h.ts >= 0 && h.ts <= MAX_SAFE)) fail("envelope_malformed", "ts");
   if (!(h.ctr >= 1 && h.ctr <= MAX_SAFE)) fail("envelope_malformed", "ctr");
+  if (!(h.ep >= 0 && h.ep <= MAX_SAFE)) fail("envelope_malformed", "ep");
+  checkKid(h.mh, "mh");
+  checkKid(h.kc, "kc");
   const kids = env.recipients.map((r) => r.header.kid);
   if (new Set(kids).size !== kids.length || new Set(h.rkids).size !== h.rkids.length) {
     fail("recipient_duplicated", "recipients");
@@ -225,7 +76,7 @@ function parseL4(bytes, maxBytes = 256 * 1024, maxRecipients = 256) {
   return { env, h, iv, tag, sig, ciphertext, wrapped };
 }
 
-const signingInput = (env) => enc.encode(["e2ee-chat/v1/sig", env.protected,
+const signingInput = (env) => enc.encode(["e2ee-chat/v2/sig", env.protected,
   env.recipients.map((r) => r.encrypted_key).join(","), env.iv, env.ciphertext, env.tag].join("."));
 
 // me = {wrapKid, wrapPrivate (CryptoKey), modulusBytes}; pinned = {kid, key (CryptoKey)}
@@ -247,6 +98,7 @@ async function openL4(bytes, me, pinned, ctx = {}) {
     cek = new Uint8Array(await subtle.decrypt({ name: "RSA-OAEP" }, me.wrapPrivate, wrapped));
   } catch { fail("unwrap_failed", "encrypted_key"); }
   if (cek.length !== 32) fail("unwrap_failed", "encrypted_key");
+  if (!sameBytes(await keyCommitment(cek), b64uDecode(h.kc, "kc"))) fail("key_commitment_invalid", "kc");
   const aes = await subtle.importKey("raw", cek, "AES-GCM", false, ["decrypt"]);
   try {
     const pt = await subtle.decrypt({ name: "AES-GCM", iv: p.iv, additionalData: enc.encode(env.protected), tagLength: 128 },
@@ -255,13 +107,14 @@ async function openL4(bytes, me, pinned, ctx = {}) {
   } catch { fail("decryption_failed", "ciphertext"); }
 }
 
-async function sealL4(plaintext, sender, conversation, recipients, counter) {
+async function sealL4(plaintext, sender, conversation, recipients, counter, epoch, head) {
   const cek = crypto.getRandomValues(new Uint8Array(32));
   const iv = crypto.getRandomValues(new Uint8Array(12));
   const header = {
-    alg: "RSA-OAEP-256", enc: "A256GCM", typ: "e2ee-chat/msg", cty: "text/plain;charset=utf-8", v: 1,
+    alg: "RSA-OAEP-256", enc: "A256GCM", typ: "e2ee-chat/msg", cty: "text/plain;charset=utf-8", v: 2,
     mid: b64uEncode(crypto.getRandomValues(new Uint8Array(16))), cid: conversation, snd: sender.username,
-    skid: sender.signKid, ts: Date.now(), ctr: counter, rkids: recipients.map((r) => r.wrapKid),
+    skid: sender.signKid, ts: Date.now(), ctr: counter, ep: epoch, mh: head, kc: b64uEncode(await keyCommitment(cek)),
+    rkids: recipients.map((r) => r.wrapKid),
   };
   const protectedB64 = b64uEncode(enc.encode(JSON.stringify(header)));
   const aes = await subtle.importKey("raw", cek, "AES-GCM", false, ["encrypt"]);
@@ -418,6 +271,7 @@ const [dir, challengeText] = process.argv.slice(2);
 const load = (name) => JSON.parse(readFileSync(join(dir, name), "utf-8"));
 const KEYS = load("keys.json"), L4 = load("l4.json"), NEG = load("l4_negative.json"), L3 = load("l3.json");
 const SAFETY = load("safety.json");
+const MEMBERSHIP = load("membership.json"), POOL = load("key_pool.json");
 const checks = [];
 const check = (name, ok, detail = "") => checks.push({ name, ok: Boolean(ok), detail: String(detail) });
 
@@ -529,9 +383,94 @@ for (const v of L3.handshake_negative) {
     `${got.code} ${got.field}`);
 }
 
-// Produce messages for the Python side.
+// -- membership (docs/PROTOCOL.md §12) ------------------------------------------------------------
+const signKeys = new Map(Object.values(users).map((u) => [`${u.username} ${u.signKid}`, { kid: u.signKid, key: u.signPublic }]));
+for (const e of MEMBERSHIP.extra_keys) {
+  const k = await ed25519FromSeed(b64uDecode(POOL.identities[e.pool_index].sign_private_seed));
+  check(`extra key ${e.pool_index} id`, k.kid === e.sign_kid);
+  signKeys.set(`${e.username} ${k.kid}`, k);
+}
+const resolve = async (user, kid) => {
+  const k = signKeys.get(`${user} ${kid}`);
+  if (!k) throw new Error(`no key ${user} ${kid}`);
+  return k;
+};
+async function verifiedChain(log, cid) {
+  const statements = [];
+  for (const s of log) statements.push(await parseStatement(s));
+  const chain = new Chain(statements[0]?.cid ?? cid);
+  await chain.extend(statements, resolve);
+  return chain;
+}
+const outcome = async (fn) => {
+  try { await fn(); return { code: null, field: null }; } catch (err) {
+    return err instanceof ProtoError ? err : { code: `exception ${err}`, field: null };
+  }
+};
+for (const c of MEMBERSHIP.chains) {
+  const chain = new Chain(c.cid);
+  let ok = true, detail = "";
+  for (const want of c.statements) {
+    const got = await outcome(async () => {
+      const st = await parseStatement(want.signed);
+      await chain.extend([st], resolve);
+      if (st.hash !== want.hash || new TextDecoder().decode(b64uDecode(st.bodyB64)) !== want.body_json) {
+        throw new Error("hash or body differs");
+      }
+    });
+    if (got.code !== null) { ok = false; detail = `epoch ${want.ep}: ${got.code} ${got.field} ${got.message}`; }
+  }
+  check(`membership chain ${c.name} verifies`, ok && chain.head.ep === c.statements.length - 1, detail);
+}
+for (const v of MEMBERSHIP.negative) {
+  const chain = await verifiedChain(v.log, "conv-m1");
+  const got = await outcome(async () => chain.extend([await parseStatement(v.statement)], resolve));
+  check(`membership negative ${v.name} -> ${v.code}`, got.code === v.code && got.field === v.field &&
+    chain.statements.length === v.log.length, `${got.code} ${got.field}`);
+}
+for (const v of MEMBERSHIP.forks) {
+  const got = await outcome(async () => {
+    const chain = await verifiedChain(v.log, "conv-m1");
+    if (v.a) {
+      const a = await parseStatement(v.a), b = await parseStatement(v.b);
+      await (await verifiedChain(v.log)).extend([b], resolve);  // b alone follows the log
+      await chain.extend([a], resolve);
+      await chain.extend([b], resolve);
+      detectFork(a, b);
+    } else {
+      checkContinuity(chain, v.verified.ep, v.verified.hash);
+    }
+  });
+  check(`membership fork ${v.name} -> ${v.code}`, got.code === v.code && got.field === v.field, `${got.code} ${got.field}`);
+}
+const everyOp = await verifiedChain(MEMBERSHIP.chains[0].statements.map((s) => s.signed));
+for (const v of MEMBERSHIP.audience) {
+  let opened = null;
+  const got = await outcome(async () => {
+    checkAudience(everyOp, parseL4(enc.encode(v.envelope)).h);
+    opened = await openL4(enc.encode(v.envelope), users.alice, pinnedOf(v.sender), { conversation: v.conversation });
+  });
+  const text = opened ? new TextDecoder().decode(opened.plaintext) : null;
+  check(`membership audience ${v.name} -> ${v.code}`, got.code === v.code && got.field === v.field &&
+    (v.code !== null || text === v.plaintext_utf8), `${got.code} ${got.field}`);
+}
+
+// Produce a log and messages for the Python side.
+const asMember = (u) => ({ username: u.username, signKid: u.signKid, signPrivate: u.signPrivate });
+const entry = (u) => ({ u: u.username, wk: u.wrapKid, sk: u.signKid });
+const created = await signStatement(asMember(users.alice), {
+  cid: "conv-node", ep: 0, op: "create", members: [entry(users.alice), entry(users.bob)], admins: null,
+  title: "made by WebCrypto ✓", prev: null, ts: Date.now() });
+const added = await signStatement(asMember(users.bob), {
+  cid: "conv-node", ep: 1, op: "add", members: [entry(users.alice), entry(users.bob), entry(users.carol)],
+  admins: null, title: created.title, prev: created.hash, ts: Date.now() });
+const nodeChain = new Chain("conv-node");
+await nodeChain.extend([created, added], resolve);
+check("own membership log verifies here too", nodeChain.head === added);
 const text = "sealed by WebCrypto ✓ — grüße 👋";
-const l4 = await sealL4(enc.encode(text), users.alice, "conv-node", [users.alice, users.bob, users.carol], 5);
+const l4 = await sealL4(enc.encode(text), users.alice, "conv-node", [users.alice, users.bob, users.carol], 5,
+  added.ep, added.hash);
+checkAudience(nodeChain, parseL4(enc.encode(l4)).h);
 const ownOpen = await openL4(enc.encode(l4), users.carol, pinnedOf("alice"), { conversation: "conv-node", sender: "alice" });
 check("own L4 envelope opens here too", new TextDecoder().decode(ownOpen.plaintext) === text);
 const challenge = b64uDecode(challengeText);
@@ -543,6 +482,7 @@ process.stdout.write(JSON.stringify({
   checks,
   produced: {
     l4: { envelope: l4, plaintext: text, conversation: "conv-node", sender: "alice", recipients: ["alice", "bob", "carol"] },
+    membership: [created.signed, added.signed],
     l3: { handshake: hs.token, token: l3token, plaintext: text, session_id: hs.session.id },
   },
 }) + "\n");

@@ -13,6 +13,7 @@ from client_tui.core import ChatClient, KeyChanged, LocalDataWarning, RotationNo
 from client_tui.widgets import reason_words
 from shared import envelope
 from tests.conftest import FAST_KDF, PASSWORD
+from tests.e2e_helpers import messages_of
 from tests.keys.fsfault import unwritable
 from tests.security.helpers import attacks, barrier, db_count, passphrase
 
@@ -35,7 +36,7 @@ async def post_as(relay, token: str, conv: str, data: bytes) -> int:
 
 
 async def records(client, conv):
-    return {r.seq: r for r in await client.load_history(conv)}
+    return {r.seq: r for r in await messages_of(client, conv)}
 
 
 async def test_an_old_signing_keys_new_message_is_never_shown_as_verified(world):
@@ -52,7 +53,9 @@ async def test_an_old_signing_keys_new_message_is_never_shown_as_verified(world)
     contact = alice.contacts["bob"]
     assert contact.pending_signed_by_old is True and contact.retired_after == {old.sign_kid: before}
     # the old key, stolen: a message sealed to the current members' keys and signed by it, after the rotation
-    stolen = envelope.seal("wire the money", old, conv, [alice.identity.public, bob.identity.public], counter=9)
+    head = bob.membership.head(conv)  # bob's update statement: the log binds his new keys
+    stolen = envelope.seal("wire the money", old, conv, [alice.identity.public, bob.identity.public], counter=9,
+                           epoch=head.ep, head=head.hash)
     after = await post_as(relay, bob.token, conv, stolen)
     await barrier(alice)
     recs = await records(alice, conv)
@@ -85,7 +88,9 @@ async def test_a_served_retired_key_is_refused_as_a_rollback(world):
     assert rollback.new_kids == (old.wrap_kid, old.sign_kid)
     c = alice.contacts["bob"]
     assert c.kids == (bob.identity.wrap_kid, bob.identity.sign_kid) and c.pending is None  # nothing pinned
-    stolen = envelope.seal("from the old key", old, conv, [alice.identity.public, bob.identity.public], counter=5)
+    head = bob.membership.head(conv)  # bob's update statement: the log binds his new keys
+    stolen = envelope.seal("from the old key", old, conv, [alice.identity.public, bob.identity.public], counter=5,
+                           epoch=head.ep, head=head.hash)
     seq = await post_as(relay, bob.token, conv, stolen)
     await barrier(alice)
     assert (await records(alice, conv))[seq].reason == "retired_sender_key"
@@ -135,7 +140,7 @@ async def test_a_rotation_whose_keystore_save_fails_leaves_a_working_account(wor
     bundle = keystore.load_bundle(again.keystore_path, passphrase("alice"))
     assert bundle.identity.wrap_kid == new.wrap_kid and bundle.pending is None
     assert [r.wrap_kid for r in bundle.retired] == [old.wrap_kid]
-    assert [r.text for r in await again.load_history(conv)] == ["still fine", "sealed to the new key"]
+    assert [r.text for r in await messages_of(again, conv)] == ["still fine", "sealed to the new key"]
     await bob.send_text(conv, "after the restart")
     await barrier(again)
     assert world.rec(again).texts[-1] == "after the restart"

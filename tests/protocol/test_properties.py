@@ -54,7 +54,8 @@ def test_every_recipient_opens_exactly_the_plaintext(pool, text, n, sender, coun
     assert len(text.encode()) <= MAX_PLAINTEXT
     recipients = pool[:n]
     me = pool[sender]
-    data = envelope.seal(text, me, "conv-p", [r.public for r in recipients], counter=counter, max_bytes=BIG)
+    data = envelope.seal(text, me, "conv-p", [r.public for r in recipients], counter=counter, epoch=counter,
+                         head="A" * 43, max_bytes=BIG)
     parsed = envelope.parse(data, max_bytes=BIG)  # parsed once, opened by everyone (as a client would)
     for r in recipients:
         opened = envelope.open(parsed, r, me.public.sign_key, conversation="conv-p", sender=me.username)

@@ -98,7 +98,8 @@ def test_negative_vectors_have_distinct_names_and_known_codes():
 # -- the same tampers on envelopes sealed now --------------------------------------------------------
 @pytest.fixture
 def sealed(ids) -> bytes:
-    return envelope.seal("tamper me", ids["alice"], "conv-1", [ids["alice"].public, ids["bob"].public], counter=3)
+    return envelope.seal("tamper me", ids["alice"], "conv-1", [ids["alice"].public, ids["bob"].public], counter=3,
+                         epoch=2, head="A" * 43)
 
 
 def mutate(data: bytes, fn) -> bytes:
@@ -190,7 +191,8 @@ def test_duplicated_recipient_key_id(ids, sealed):
     with pytest.raises(DuplicateRecipient):
         open_as(ids, mutate(sealed, dup))
     with pytest.raises(DuplicateRecipient):
-        envelope.seal("x", ids["alice"], "conv-1", [ids["bob"].public, ids["bob"].public], counter=1)
+        envelope.seal("x", ids["alice"], "conv-1", [ids["bob"].public, ids["bob"].public], counter=1, epoch=0,
+                      head="A" * 43)
 
 
 def test_no_entry_for_me(ids, sealed):

@@ -9,6 +9,7 @@ compared byte for byte.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 
 import pytest
@@ -42,6 +43,7 @@ def test_every_recipient_opens_the_vector(ids, vec):
         )
         assert h.skid == ids[vec["sender"]].sign_kid
         assert h.rkids == [ids[r].wrap_kid for r in vec["recipients"]]
+        assert (h.ep, h.mh, h.kc) == (vec["epoch"], vec["mh"], vec["kc"])
 
 
 @pytest.mark.parametrize("vec", **by_name(L4["vectors"]))
@@ -49,7 +51,8 @@ def test_deterministic_parts_are_reproduced_by_seal(ids, vec):
     """``_seal_with`` (the test-only seam) with the vector's inputs gives the same bytes."""
     data = envelope._seal_with(
         b64u_decode(vec["plaintext"]), ids[vec["sender"]], vec["conversation"],
-        [ids[r].public for r in vec["recipients"]], counter=vec["counter"], cek=b64u_decode(vec["cek"]),
+        [ids[r].public for r in vec["recipients"]], counter=vec["counter"], epoch=vec["epoch"], head=vec["mh"],
+        cek=b64u_decode(vec["cek"]),
         iv=b64u_decode(vec["iv"]), message_id=b64u_decode(vec["mid"]), sent_at_ms=vec["sent_at_ms"],
         max_bytes=envelope.DEFAULT_MAX_ENVELOPE_BYTES, max_recipients=envelope.DEFAULT_MAX_RECIPIENTS,
     )
@@ -71,6 +74,14 @@ def test_content_encryption_by_the_document(vec):
 
 
 @pytest.mark.parametrize("vec", **by_name(L4["vectors"]))
+def test_key_commitment_is_hmac_sha256_of_the_cek(vec):
+    """kc = HMAC-SHA-256(key = CEK, "e2ee-chat/v2/key-commitment"), in the protected header."""
+    assert L4["key_commitment_context"] == "e2ee-chat/v2/key-commitment"
+    kc = hmac.new(b64u_decode(vec["cek"]), L4["key_commitment_context"].encode(), hashlib.sha256).digest()
+    assert vectorlib.b64u(kc) == vec["kc"] == json.loads(vec["protected_header_json"])["kc"]
+
+
+@pytest.mark.parametrize("vec", **by_name(L4["vectors"]))
 def test_wrapped_keys_unwrap_to_the_cek(ids, vec):
     doc = json.loads(vec["envelope"])
     for name, entry in zip(vec["recipients"], doc["recipients"], strict=True):
@@ -85,7 +96,8 @@ def test_signature_is_ed25519_over_the_documented_input(ids, vec):
     doc = json.loads(vec["envelope"])
     signing_input = vectorlib.signing_input(doc)
     assert hashlib.sha256(signing_input).hexdigest() == vec["signing_input_sha256"]
-    assert signing_input.startswith(b"e2ee-chat/v1/sig." + doc["protected"].encode() + b".")
+    assert L4["signing_context"] == "e2ee-chat/v2/sig"
+    assert signing_input.startswith(b"e2ee-chat/v2/sig." + doc["protected"].encode() + b".")
     sender = ids[vec["sender"]]
     sender.public.sign_key.verify(b64u_decode(doc["sig"]), signing_input)
     # Ed25519 is deterministic (RFC 8032): the same key over the same input gives the same bytes.
@@ -98,7 +110,8 @@ def test_vector_envelopes_are_the_compact_form_our_encoder_writes():
         assert list(doc) == ["protected", "recipients", "iv", "ciphertext", "tag", "sig"]
         assert vectorlib.compact_json(doc).decode() == vec["envelope"]
         header = json.loads(vec["protected_header_json"])
-        assert list(header) == ["alg", "enc", "typ", "cty", "v", "mid", "cid", "snd", "skid", "ts", "ctr", "rkids"]
+        assert list(header) == ["alg", "enc", "typ", "cty", "v", "mid", "cid", "snd", "skid", "ts", "ctr", "ep", "mh",
+                                "kc", "rkids"]
 
 
 # -- key ids, fingerprints, safety numbers ---------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 
 import httpx2
 
@@ -47,3 +48,16 @@ async def register(client: httpx2.AsyncClient, ident: Identity) -> dict:
 
 def bearer(login: dict) -> dict:
     return {"Authorization": f"Bearer {login['token']}"}
+
+
+async def new_conversation(client: httpx2.AsyncClient, login: dict, creator: Identity, members: list[Identity],
+                           title: str = "t") -> tuple[str, str]:
+    """Create a conversation over REST from ``creator``'s signed creation statement (with
+    ``members`` besides the creator); returns ``(id, head hash)``: what an envelope to it names."""
+    from shared import membership
+
+    st = membership.create(creator, b64u_encode(os.urandom(16)), title,
+                           [membership.member_of(i.public) for i in (creator, *members)])
+    r = await client.post("/v1/conversations", json={"statement": st.signed}, headers=bearer(login))
+    assert r.status_code == 201, r.text
+    return st.cid, st.hash

@@ -31,13 +31,19 @@ async def group(make_client, *names: str):
     return clients, conv
 
 
+def sealed(client, conv: str, text: str, people, counter: int = 1) -> bytes:
+    """An envelope from ``client`` to ``people``, sealed to the newest epoch the client verified."""
+    head = client.membership.head(conv)
+    return envelope.seal(text, client.identity, conv, people, counter=counter, epoch=head.ep, head=head.hash)
+
+
 async def test_missing_and_extra_wrapped_keys_are_answered_with_lists(make_client, relay):
     (alice, bob, carol), conv = await group(make_client, "alice", "bob", "carol")
     mallory = await make_client("mallory")
     ws = await open_ws(relay, alice.token)
     await recv_type(ws, "ready")
     people = {c.username: c.identity.public for c in (alice, bob, carol, mallory)}
-    env = envelope.seal("hi", alice.identity, conv, [people["alice"], people["bob"], people["mallory"]], counter=1)
+    env = sealed(alice, conv, "hi", [people["alice"], people["bob"], people["mallory"]])
     await ws.send(send_frame(conv, env))
     err = await recv_type(ws, "error")
     assert err["code"] == "recipients_mismatch"
@@ -45,11 +51,14 @@ async def test_missing_and_extra_wrapped_keys_are_answered_with_lists(make_clien
     assert err["ref"] == envelope.parse(env).header.mid
     await ws.close()
     assert count(relay) == 0
-    # the client core re-seals by itself when the member list it had was stale
-    alice.members[conv] = ["alice", "bob"]
+    # the client core re-seals by itself when its log was stale and the audience only shrank
+    await bob.change_members(conv, remove=["carol"])
+    assert alice.membership.head(conv).ep == 0  # alice has not seen the removal yet
     await alice.connect()
     sent = await alice.send_text(conv, "after a re-seal")
     assert sent.seq == 1
+    stored = envelope.parse(alice.history and (await alice.history.by_seq(1)).envelope).header
+    assert (stored.ep, stored.rkids) == (1, [alice.identity.wrap_kid, bob.identity.wrap_kid])
 
 
 async def test_sender_must_be_the_token_subject(make_client, relay):
@@ -57,7 +66,7 @@ async def test_sender_must_be_the_token_subject(make_client, relay):
     ws = await open_ws(relay, mallory.token)
     await recv_type(ws, "ready")
     people = [alice.identity.public, mallory.identity.public]
-    forged = envelope.seal("I am alice", alice.identity, conv, people, counter=1)  # alice's keys, mallory's socket
+    forged = sealed(alice, conv, "I am alice", people)  # alice's keys, mallory's socket
     await ws.send(send_frame(conv, forged))
     assert (await recv_type(ws, "error"))["code"] == "sender_mismatch"
     await ws.close()
@@ -98,7 +107,7 @@ async def test_envelope_with_too_many_recipients_is_refused_before_storage(make_
         hello_ready = await recv_type(ws, "ready")
         assert hello_ready["user"] == "alice"
         people = [c.identity.public for c in (alice, bob, carol)]
-        env = envelope.seal("three", alice.identity, conv, people, counter=1)
+        env = sealed(alice, conv, "three", people)
         await ws.send(send_frame(conv, env))
         err = await recv_type(ws, "error")
         assert err["code"] == "too_many_recipients"
@@ -159,7 +168,7 @@ async def test_acked_messages_survive_sigkill(make_client, tmp_path):
 async def test_rest_send_has_the_same_checks_and_is_idempotent(make_client, relay):
     (alice, bob), conv = await group(make_client, "alice", "bob")
     people = [alice.identity.public, bob.identity.public]
-    env = envelope.seal("over REST", alice.identity, conv, people, counter=1)
+    env = sealed(alice, conv, "over REST", people)
     url = f"{relay.url}/v1/conversations/{conv}/messages"
     async with httpx2.AsyncClient(headers={"Content-Type": "application/jose+json"}) as http:
         first = await http.post(url, content=env, headers={"Authorization": f"Bearer {alice.token}"})
@@ -176,17 +185,20 @@ async def test_rest_send_has_the_same_checks_and_is_idempotent(make_client, rela
 
 
 async def test_members_and_key_changes_reach_members_as_events(make_client, relay):
-    from shared import rotation
+    from shared import membership, rotation
     from shared.b64 import b64u_encode
     from shared.keys import Identity, spki_der
 
     (alice, bob), conv = await group(make_client, "alice", "bob")
-    await make_client("carol")
+    carol = await make_client("carol")
     ws = await open_ws(relay, bob.token)
     await recv_type(ws, "ready")
     async with httpx2.AsyncClient(base_url=relay.url, headers={"Authorization": f"Bearer {alice.token}"}) as http:
-        r = await http.post(f"/v1/conversations/{conv}/members", json={"add": ["carol"]})
-        assert r.status_code == 200 and r.json()["members"] == ["alice", "bob", "carol"]
+        add = membership.change(alice.membership.head(conv), alice.identity, "add",
+                                add=[membership.member_of(carol.identity.public)])
+        r = await http.post(f"/v1/conversations/{conv}/log", json={"statement": add.signed})
+        assert r.status_code == 201 and r.json() == {"id": conv, "title": "group", "members": ["alice", "bob", "carol"],
+                                                     "epoch": 1, "head": add.hash}
         assert await recv_type(ws, "event") == {"type": "event", "kind": "members_changed", "user": None,
                                                 "conversation": conv}
         new = Identity.generate("alice", 2048)
@@ -217,9 +229,13 @@ async def test_members_and_key_changes_reach_members_as_events(make_client, rela
         assert history[0]["rotation_sig"] is None and history[1]["rotation_sig"]
         assert [(k["counter"], k["rotation_v"]) for k in history] == [(0, None), (1, 2)]
         assert history[1]["published_seq"] == good.json()["published_seq"] == 0  # no message stored yet
-        outsider = await http.post(f"/v1/conversations/{conv}/members", json={"remove": ["bob"]},
-                                   headers={"Authorization": f"Bearer {(await make_client('dave')).token}"})
-        assert outsider.status_code == 403
+        dave = await make_client("dave")
+        kick = membership.change(add, dave.identity, "remove", remove=["bob"])
+        outsider = await http.post(f"/v1/conversations/{conv}/log", json={"statement": kick.signed},
+                                   headers={"Authorization": f"Bearer {dave.token}"})
+        assert (outsider.status_code, outsider.json()["error"]["code"]) == (400, "actor_not_member")
+        assert (await http.get(f"/v1/conversations/{conv}/log", headers={
+            "Authorization": f"Bearer {dave.token}"})).status_code == 403
     await ws.close()
 
 
@@ -245,20 +261,23 @@ async def test_retry_after_a_membership_change_gets_the_original_ack(make_client
     (alice, bob), conv = await group(make_client, "alice", "bob")
     carol = await make_client("carol")
     people = [alice.identity.public, bob.identity.public]
-    env = envelope.seal("sent once", alice.identity, conv, people, counter=1)
+    env = sealed(alice, conv, "sent once", people)
     ws = await open_ws(relay, alice.token)
     await recv_type(ws, "ready")
     await ws.send(send_frame(conv, env))
     first = await recv_type(ws, "stored")
-    async with httpx2.AsyncClient(base_url=relay.url, headers={"Authorization": f"Bearer {alice.token}"}) as http:
-        r = await http.post(f"/v1/conversations/{conv}/members", json={"add": ["carol"]})
-        assert r.status_code == 200
+    await alice.change_members(conv, add=["carol"])
     assert (await recv_type(ws, "event"))["kind"] == "members_changed"
     await ws.send(send_frame(conv, env))  # the retry: sealed before carol joined
     again = await recv_type(ws, "stored")
     assert (again["seq"], again["duplicate"]) == (first["seq"], True)
-    fresh = envelope.seal("new one", alice.identity, conv, people, counter=2)
-    await ws.send(send_frame(conv, fresh))  # a new message must include carol
+    stale = envelope.seal("new one", alice.identity, conv, people, counter=2, epoch=0,
+                          head=envelope.parse(env).header.mh)
+    await ws.send(send_frame(conv, stale))  # a new message must be sealed to the new epoch
+    err = await recv_type(ws, "error")
+    assert (err["code"], err["detail"]) == ("epoch_stale", {"epoch": 1, "head": alice.membership.head(conv).hash})
+    fresh = sealed(alice, conv, "new one", people, counter=2)
+    await ws.send(send_frame(conv, fresh))  # ... and to its members: carol too
     err = await recv_type(ws, "error")
     assert (err["code"], err["detail"]["missing"]) == ("recipients_mismatch", ["carol"])
     await ws.close()

@@ -1,7 +1,7 @@
 """Limits enforced before memory is spent, and limits that cannot be walked around (issue 13):
 the body cap, JSON media types, forwarded addresses, the login lockout, the password-hashing cap,
 the unauthenticated-websocket caps, rate limits on conversations and member changes, and the
-add/remove rule. In-process: ``create_app`` on a real SQLite file."""
+member count of a statement. In-process: ``create_app`` on a real SQLite file."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ from starlette.testclient import TestClient, WebSocketDenialResponse
 from starlette.websockets import WebSocketDisconnect
 
 from server.app import create_app
+from shared import membership
+from shared.errors import StatementMalformed
 from tests.conftest import PASSWORD
 from tests.relay.inproc import account, bearer, http, register, running
 
@@ -156,39 +158,45 @@ async def test_password_hashing_is_capped_and_the_rest_is_refused_busy(settings_
 
 async def test_conversation_and_member_changes_are_rate_limited(settings_for, identities):
     s = settings_for(rate_conversations_per_min=2, rate_member_changes_per_min=2)
+    ids = identities
+    m = {n: membership.member_of(ids[n].public) for n in ("alice", "bob", "carol")}
     async with running(s) as app, http(app) as c:
-        alice = await register(c, identities["alice"])
-        await register(c, identities["bob"])
-        await register(c, identities["carol"])
-        codes = [(await c.post("/v1/conversations", json={"title": "t", "members": ["bob"]},
-                               headers=bearer(alice))).status_code for _ in range(3)]
+        alice = await register(c, ids["alice"])
+        await register(c, ids["bob"])
+        await register(c, ids["carol"])
+        made = [membership.create(ids["alice"], f"conv-{i}", "t", [m["alice"], m["bob"]]) for i in range(3)]
+        codes = [(await c.post("/v1/conversations", json={"statement": st.signed}, headers=bearer(alice))).status_code
+                 for st in made]
         assert codes == [201, 201, 429]
-        cid = (await c.get("/v1/conversations", headers=bearer(alice))).json()["conversations"][0]["id"]
-        changes = [{"add": ["carol"]}, {"remove": ["carol"]}, {"add": ["carol"]}]
-        codes = [(await c.post(f"/v1/conversations/{cid}/members", json=b, headers=bearer(alice))).status_code
-                 for b in changes]
-        assert codes == [200, 200, 429]
+        added = membership.change(made[0], ids["alice"], "add", add=[m["carol"]])
+        removed = membership.change(added, ids["alice"], "remove", remove=["carol"])
+        again = membership.change(removed, ids["alice"], "add", add=[m["carol"]])
+        codes = [(await c.post("/v1/conversations/conv-0/log", json={"statement": st.signed},
+                               headers=bearer(alice))).status_code for st in (added, removed, again)]
+        assert codes == [201, 201, 429]
 
 
-async def test_a_user_in_both_add_and_remove_is_refused_and_the_count_is_checked_on_the_result(
+async def test_the_member_count_is_checked_on_the_statement_and_nothing_changes_when_refused(
         settings_for, identities):
     s = settings_for(max_members=3)
+    ids = identities
+    m = {n: membership.member_of(ids[n].public) for n in ("alice", "bob", "carol", "mallory")}
     async with running(s) as app, http(app) as c:
-        alice = await register(c, identities["alice"])
+        alice = await register(c, ids["alice"])
         for name in ("bob", "carol", "mallory"):
-            await register(c, identities[name])
-        cid = (await c.post("/v1/conversations", json={"title": "t", "members": ["bob", "carol"]},
-                            headers=bearer(alice))).json()["id"]
-        url = f"/v1/conversations/{cid}/members"
-        r = await c.post(url, json={"add": ["mallory"], "remove": ["Mallory"]}, headers=bearer(alice))
-        assert r.status_code == 400 and r.json()["error"]["field"] == "members"
-        assert "mallory" in r.json()["error"]["message"]
-        r = await c.post(url, json={"add": ["mallory"]}, headers=bearer(alice))
-        assert r.status_code == 400  # a fourth member: over max_members
-        r = await c.post(url, json={"remove": ["alice", "bob", "carol"]}, headers=bearer(alice))
-        assert r.status_code == 400  # nobody left
+            await register(c, ids[name])
+        made = membership.create(ids["alice"], "conv-3", "t", [m["alice"], m["bob"], m["carol"]])
+        assert (await c.post("/v1/conversations", json={"statement": made.signed}, headers=bearer(alice))
+                ).status_code == 201
+        fourth = membership.change(made, ids["alice"], "add", add=[m["mallory"]])
+        r = await c.post("/v1/conversations/conv-3/log", json={"statement": fourth.signed}, headers=bearer(alice))
+        assert (r.status_code, r.json()["error"]["code"], r.json()["error"]["field"]) == (400, "invalid_request",
+                                                                                          "members")
+        assert "at most 3 members" in r.json()["error"]["message"]
+        with pytest.raises(StatementMalformed):  # nobody left: no statement can say so
+            membership.change(made, ids["alice"], "remove", remove=["alice", "bob", "carol"])
         convs = (await c.get("/v1/conversations", headers=bearer(alice))).json()["conversations"]
-        assert convs[0]["members"] == ["alice", "bob", "carol"]  # nothing changed
+        assert (convs[0]["members"], convs[0]["epoch"]) == (["alice", "bob", "carol"], 0)  # nothing changed
 
 
 def test_unauthenticated_websockets_are_capped_per_address_and_in_total(settings_for):

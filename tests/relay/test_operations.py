@@ -23,7 +23,7 @@ from server.broker import Note, note_key, seal_note
 from server.migrate import upgrade
 from tests.conftest import FAST_RELAY_ENV, PASSWORD, start_relay
 from tests.relay.helpers import open_ws, recv_type, relay_secret, send_frame
-from tests.relay.inproc import account, bearer, http, running
+from tests.relay.inproc import account, bearer, http, new_conversation, running
 from tests.scale.conftest import REDIS, unavailable
 
 
@@ -66,11 +66,10 @@ async def test_an_unauthenticated_redis_note_delivers_nothing(tmp_path, identiti
             for name in ("alice", "bob", "mallory"):
                 assert (await c.post("/v1/accounts", json=account(identities[name]))).status_code == 201
                 logins[name] = (await c.post("/v1/token", json={"username": name, "password": PASSWORD})).json()
-            private = (await c.post("/v1/conversations", json={"title": "a-b", "members": ["bob"]},
-                                    headers=bearer(logins["alice"]))).json()["id"]
+            private = await new_conversation(c, logins["alice"], identities["alice"], [identities["bob"]], "a-b")
             secret_seq = await send(c, logins["alice"], identities, private, ["alice", "bob"], "for bob only")
-            with_mallory = (await c.post("/v1/conversations", json={"title": "a-m", "members": ["mallory"]},
-                                         headers=bearer(logins["alice"]))).json()["id"]
+            with_mallory = await new_conversation(c, logins["alice"], identities["alice"], [identities["mallory"]],
+                                                  "a-m")
             later_seq = await send(c, logins["alice"], identities, with_mallory, ["alice", "mallory"], "for mallory")
             ws = await open_ws(relay, logins["mallory"]["token"])  # connects after both were stored
             await recv_type(ws, "ready")
@@ -92,7 +91,7 @@ async def test_an_unauthenticated_redis_note_delivers_nothing(tmp_path, identiti
                 await pub.publish(chan, seal_note(key, Note("msg", "x", t=int(time.time() * 1000), seq=later_seq,
                                                             u=[mallory])))
             first = await recv_type(ws, "msg")  # notes are handled in order: the last one is the first delivery
-            assert first["seq"] == later_seq and first["conversation"] == with_mallory
+            assert first["seq"] == later_seq and first["conversation"] == with_mallory[0]
             await ws.close()
             m = (await c.get("/v1/metrics", headers=relay.operator_headers)).json()["broker"]
             assert m["rejected"] == 3 and m["received"] == 2
@@ -101,13 +100,16 @@ async def test_an_unauthenticated_redis_note_delivers_nothing(tmp_path, identiti
         relay.stop()
 
 
-async def send(c: httpx2.AsyncClient, login: dict, identities, conversation: str, members: list[str],
+async def send(c: httpx2.AsyncClient, login: dict, identities, conversation: tuple[str, str], members: list[str],
                text: str) -> int:
-    """Seal ``text`` from alice to ``members`` and store it with a REST send; its seq."""
+    """Seal ``text`` from alice to ``members`` of ``conversation`` (id, head hash at epoch 0) and
+    store it with a REST send; its seq."""
     from shared import envelope
 
-    env = envelope.seal(text, identities["alice"], conversation, [identities[m].public for m in members], counter=1)
-    r = await c.post(f"/v1/conversations/{conversation}/messages", content=env,
+    cid, head = conversation
+    env = envelope.seal(text, identities["alice"], cid, [identities[m].public for m in members], counter=1, epoch=0,
+                        head=head)
+    r = await c.post(f"/v1/conversations/{cid}/messages", content=env,
                      headers={**bearer(login), "Content-Type": "application/jose+json"})
     assert r.status_code == 201, r.text
     return r.json()["seq"]
@@ -180,12 +182,11 @@ async def test_a_2_s_external_sqlite_write_lock_leaves_pings_answered_within_100
         alice = (await c.post("/v1/accounts", json=account(identities["alice"]))).status_code
         assert alice == 201 and (await c.post("/v1/accounts", json=account(identities["bob"]))).status_code == 201
         login = (await c.post("/v1/token", json={"username": "alice", "password": PASSWORD})).json()
-        cid = (await c.post("/v1/conversations", json={"title": "t", "members": ["bob"]},
-                            headers=bearer(login))).json()["id"]
+        cid, head = await new_conversation(c, login, identities["alice"], [identities["bob"]])
     ws = await open_ws(relay, login["token"])
     await recv_type(ws, "ready")
     env = envelope.seal("while locked", identities["alice"], cid,
-                        [identities["alice"].public, identities["bob"].public], counter=1)
+                        [identities["alice"].public, identities["bob"].public], counter=1, epoch=0, head=head)
     holder = sqlite3.connect(relay.data_dir / "relay.db", isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")  # another process's write transaction: SQLite's write lock
     try:

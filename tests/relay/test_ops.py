@@ -14,6 +14,7 @@ from websockets.exceptions import ConnectionClosed
 from client_tui.levels import LevelClient
 from client_tui.loadgen import _register, make_identities
 from server.devcert import write_dev_cert
+from shared import membership
 from tests.conftest import start_relay
 from tests.relay.helpers import open_ws, recv_type
 
@@ -30,7 +31,8 @@ async def test_tls_with_the_dev_certificate(tmp_path):
             assert (await http.get("/healthz")).json() == {"ok": True, "level": 2}
             a, b = make_identities(["alice", "bob"])
             tokens = [await _register(http, a), await _register(http, b)]
-            r = await http.post("/v1/conversations", json={"title": "tls", "members": ["bob"]},
+            created = membership.create(a, "conv-tls", "tls", [membership.member_of(i.public) for i in (a, b)])
+            r = await http.post("/v1/conversations", json={"statement": created.signed},
                                 headers={"Authorization": f"Bearer {tokens[0]}"})
             conv = r.json()["id"]
         la = LevelClient(relay_url, "alice", 2, token=tokens[0], ssl=ctx)

@@ -17,6 +17,7 @@ import msgspec
 from client_tui.core import MessageReceived, MessageUnreadable
 from shared import errors, frames
 from shared.errors import FrameInvalid
+from tests.e2e_helpers import messages_of
 from tests.relay.helpers import open_ws, recv_type
 from tests.security import mutators
 from tests.security.helpers import barrier, db_count, relay_log
@@ -41,7 +42,7 @@ async def test_bad_frames_and_envelopes_get_typed_errors_and_nothing_stored_is_l
     for i in range(5):
         await alice.send_text(conv, f"original {i}")
     before = stored_rows(relay)
-    base = (await alice.load_history(conv))[0].envelope
+    base = (await messages_of(alice, conv))[0].envelope
     mutate = mutators.EnvelopeMutator(json.loads(base), alice.identity, alice.identity, [])
     rng = random.Random(7)
     answers: list[dict] = []

@@ -31,6 +31,7 @@ from server.settings import Settings
 from shared.errors import EnvelopeTooLarge
 from shared.keys import Identity
 from tests.conftest import PASSWORD
+from tests.e2e_helpers import messages_of
 from tests.relay.helpers import open_ws, recv_type, send_frame
 from tests.security.helpers import barrier, db_count, relay_log
 from tests.vectors import vectorlib
@@ -133,7 +134,7 @@ async def test_k08_relay_stores_a_resent_envelope_once_and_answers_the_first_seq
     bob = await world.client(relay, "bob", connect=False)
     conv = await alice.create_conversation("pair", ["bob"])
     sent = [await alice.send_text(conv, f"m{i}") for i in range(1, 7)]
-    fifth = (await alice.load_history(conv))[4].envelope
+    fifth = (await messages_of(alice, conv))[4].envelope
     ws = await open_ws(relay, alice.token)
     await recv_type(ws, "ready")
     for _ in range(2):  # envelope #5 again, twice
@@ -160,13 +161,14 @@ async def test_k09_a_member_without_a_key_is_named_before_anything_is_sent(world
     with pytest.raises(MemberWithoutKey) as err:
         await alice.create_conversation("group", ["bob", "carol"])
     assert err.value.field == "carol" and "carol has published no key" in err.value.message
-    # a conversation made with her earlier: sending is refused before any envelope leaves
+    # adding her to a conversation is refused the same way, before any statement is signed: a member's
+    # keys are bound in the membership log, so a member without keys never gets into one
     conv = await alice.create_conversation("pair", ["bob"])
-    async with httpx2.AsyncClient(base_url=relay.url, headers={"Authorization": f"Bearer {alice.token}"}) as http:
-        assert (await http.post(f"/v1/conversations/{conv}/members", json={"add": ["carol"]})).status_code == 200
-    await alice.refresh_conversations()
-    with pytest.raises(MemberWithoutKey):
-        await alice.send_text(conv, "hello both")
+    with pytest.raises(MemberWithoutKey) as err:
+        await alice.change_members(conv, add=["carol"])
+    assert err.value.field == "carol"
+    assert alice.membership.head(conv).ep == 0 and alice.members[conv] == ["alice", "bob"]
+    assert db_count(relay, "SELECT count(*) FROM membership_log") == 1
     assert db_count(relay) == 0
 
 

@@ -21,37 +21,29 @@ import sys
 
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa
+from l3_vectors import l3_vectors
+from membership_vectors import membership_vectors
 from vectorlib import (
+    NOTICE,
+    TS,
     VECTORS_DIR,
     b64u,
     build,
     compact_json,
+    det,
     header_for,
     identities,
+    key_commitment,
     load,
     relay_private,
     resign,
     unb64u,
 )
 
-from shared import envelope, keys, l3
+from shared import envelope, keys
 from shared.keys import Identity
 
 S = serialization
-TS = 1_767_225_600_000  # 2026-01-01T00:00:00Z in ms
-NOTICE = "PUBLIC TEST KEYS AND VECTORS for e2ee-chat (docs/PROTOCOL.md). Never use these keys for anything else."
-
-
-def det(label: str, n: int) -> bytes:
-    """``n`` bytes derived from ``label`` (fixed inputs for the known-answer vectors)."""
-    out = b""
-    counter = 0
-    while len(out) < n:
-        out += hashlib.sha256(f"e2ee-chat/vectors/{label}/{counter}".encode()).digest()
-        counter += 1
-    return out[:n]
-
-
 def write(name: str, data: dict) -> None:
     path = VECTORS_DIR / name
     path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", "utf-8")
@@ -167,21 +159,22 @@ def safety_vectors(ids: dict[str, Identity]) -> dict:
 
 # -- L4 ----------------------------------------------------------------------------------------
 L4_CASES = [
-    # name, sender, recipients, conversation, counter, plaintext
-    ("two_recipients_text", "alice", ["alice", "bob"], "conv-1", 1, "hello, bob ✉️".encode()),
-    ("empty_plaintext", "alice", ["bob"], "conv-1", 2, b""),
-    ("three_recipients_mixed_key_sizes", "carol", ["alice", "bob", "carol"], "Zm9vYmFyYmF6cXV4cXV1eA", 7,
+    # name, sender, recipients, conversation, counter, epoch, plaintext
+    ("two_recipients_text", "alice", ["alice", "bob"], "conv-1", 1, 0, "hello, bob ✉️".encode()),
+    ("empty_plaintext", "alice", ["bob"], "conv-1", 2, 3, b""),
+    ("three_recipients_mixed_key_sizes", "carol", ["alice", "bob", "carol"], "Zm9vYmFyYmF6cXV4cXV1eA", 7, 12,
      "Grüße, 你好, مرحبا, 👋🏽 — ok".encode()),
-    ("one_kib", "bob", ["alice", "bob"], "conv-2", 42, (b"0123456789abcdef" * 64)),
+    ("one_kib", "bob", ["alice", "bob"], "conv-2", 42, 9_007_199_254_740_991, (b"0123456789abcdef" * 64)),
 ]
 
 
 def l4_vectors(ids: dict[str, Identity]) -> dict:
     out = []
-    for name, snd, rcpts, cid, ctr, plaintext in L4_CASES:
+    for name, snd, rcpts, cid, ctr, ep, plaintext in L4_CASES:
         cek, iv, mid = det(f"{name}/cek", 32), det(f"{name}/iv", 12), det(f"{name}/mid", 16)
+        mh = b64u(det(f"{name}/mh", 32))
         data = envelope._seal_with(
-            plaintext, ids[snd], cid, [ids[r].public for r in rcpts], counter=ctr, cek=cek, iv=iv,
+            plaintext, ids[snd], cid, [ids[r].public for r in rcpts], counter=ctr, epoch=ep, head=mh, cek=cek, iv=iv,
             message_id=mid, sent_at_ms=TS, max_bytes=envelope.DEFAULT_MAX_ENVELOPE_BYTES,
             max_recipients=envelope.DEFAULT_MAX_RECIPIENTS,
         )
@@ -193,6 +186,9 @@ def l4_vectors(ids: dict[str, Identity]) -> dict:
             "recipients": rcpts,
             "conversation": cid,
             "counter": ctr,
+            "epoch": ep,
+            "mh": mh,
+            "kc": key_commitment(cek),
             "sent_at_ms": TS,
             "plaintext": b64u(plaintext),
             "plaintext_utf8": plaintext.decode("utf-8"),
@@ -211,8 +207,10 @@ def l4_vectors(ids: dict[str, Identity]) -> dict:
         "notice": NOTICE,
         "about": "Positive L4 vectors. protected, iv, ciphertext and tag are deterministic from the "
                  "inputs; encrypted_key (RSA-OAEP) is random, so check it by unwrapping to cek; sig "
-                 "(Ed25519) is deterministic over the envelope's signing input.",
-        "signing_context": "e2ee-chat/v1/sig",
+                 "(Ed25519) is deterministic over the envelope's signing input; kc = HMAC-SHA-256(cek, "
+                 "key_commitment_context). ep and mh are opaque here (membership.json checks them).",
+        "signing_context": "e2ee-chat/v2/sig",
+        "key_commitment_context": "e2ee-chat/v2/key-commitment",
         "vectors": out,
     }
 
@@ -371,7 +369,7 @@ def l4_negative(ids: dict[str, Identity]) -> dict:
     # -- JSON
     add("trailing_garbage", "bytes after the envelope's JSON object", compact_json(good) + b"garbage",
         "TrailingData", "trailing_data", "envelope")
-    hb = compact_json(header_for(alice, "conv-1", rcpts, mid=mid, ts=TS, ctr=1))
+    hb = compact_json(header_for(alice, "conv-1", rcpts, mid=mid, ts=TS, ctr=1, cek=cek))
     add("trailing_garbage_in_header", "bytes after the protected header's JSON; sender-signed",
         build(alice, rcpts, pt, header_bytes=hb + b"x", **base_kw), "TrailingData", "trailing_data", "protected")
     other = build(alice, rcpts, b"meet at midnight", **base_kw)
@@ -385,8 +383,31 @@ def l4_negative(ids: dict[str, Identity]) -> dict:
     add("alg_rsa1_5", "alg RSA1_5 in the header; sender-signed",
         header_edit(lambda h: h.__setitem__("alg", "RSA1_5")), "UnsupportedAlgorithm", "unsupported_algorithm",
         "alg")
-    add("version_2", "v 2 in the header; sender-signed", header_edit(lambda h: h.__setitem__("v", 2)),
-        "UnsupportedAlgorithm", "unsupported_algorithm", "v")
+    add("version_1", "v 1 in the header (the format before membership epochs); sender-signed",
+        header_edit(lambda h: h.__setitem__("v", 1)), "UnsupportedAlgorithm", "unsupported_algorithm", "v")
+    v1 = {k: v for k, v in json.loads(unb64u(good["protected"])).items() if k not in ("ep", "mh", "kc")}
+    add("version_1_header", "a whole v1 header (no ep, mh, kc; v 1); sender-signed",
+        build(alice, rcpts, pt, header=v1 | {"v": 1}, **base_kw), "EnvelopeMalformed", "envelope_malformed",
+        "protected")
+    # -- v2 members: epoch, membership hash, key commitment
+    add("ep_negative", "ep -1; sender-signed", header_edit(lambda h: h.__setitem__("ep", -1)),
+        "EnvelopeMalformed", "envelope_malformed", "ep")
+    add("ep_too_large", "ep 2**53; sender-signed", header_edit(lambda h: h.__setitem__("ep", 2**53)),
+        "EnvelopeMalformed", "envelope_malformed", "ep")
+    add("mh_short", "mh of 42 characters; sender-signed", header_edit(lambda h: h.__setitem__("mh", "M" * 42)),
+        "EnvelopeMalformed", "envelope_malformed", "mh")
+    add("kc_padded", "kc with '=' padding; sender-signed",
+        header_edit(lambda h: h.__setitem__("kc", h["kc"][:-1] + "=")), "Base64Invalid", "base64_invalid", "kc")
+    add("kc_for_another_key_signed", "kc commits to another key than the one wrapped; sender-signed",
+        header_edit(lambda h: h.__setitem__("kc", key_commitment(det("neg/other-cek", 32)))),
+        "KeyCommitmentInvalid", "key_commitment_invalid", "kc")
+    add("other_key_wrapped_for_me_signed", "bob's entry wraps another 32-byte key than the committed one "
+        "(an equivocating sender); sender-signed", build(alice, rcpts, pt, wrap_keys={"bob": det("neg/k2", 32)},
+                                                           **base_kw), "KeyCommitmentInvalid", "key_commitment_invalid",
+        "kc")
+    add("kc_rewritten", "kc rewritten (not re-signed)",
+        protected_swap(lambda h: h.__setitem__("kc", key_commitment(det("neg/other-cek", 32)))),
+        "SignatureInvalid", "signature_invalid", "sig")
     add("too_large", "an envelope over the receiver's limit (max_bytes 1024)", good, "EnvelopeTooLarge",
         "envelope_too_large", "envelope", max_bytes=1024)
     return {
@@ -397,104 +418,6 @@ def l4_negative(ids: dict[str, Identity]) -> dict:
         "base": compact_json(good).decode(),
         "base_plaintext": b64u(pt),
         "vectors": vectors,
-    }
-
-
-# -- L3 ----------------------------------------------------------------------------------------
-def l3_vectors() -> dict:
-    relay = relay_private()
-    key = det("l3/session-key", 32)
-    challenge = det("l3/challenge", 16)
-    session = l3.Session._from_key(key)
-    hs = l3._handshake_with(relay.public_key(), challenge, key=key, iv=det("l3/hs-iv", 12))
-    messages = []
-    cases = [
-        ("c2r_text", "c2r", 1, "conv-1", "alice", "hello relay ✉️".encode()),
-        ("r2c_text", "r2c", 1, "conv-1", "alice", "hello relay ✉️".encode()),
-        ("c2r_empty", "c2r", 2, "conv-1", "alice", b""),
-    ]
-    for name, direction, seq, cid, snd, pt in cases:
-        mid = b64u(det(f"l3/{name}/mid", 16))
-        token = l3._seal_with(session, pt, direction=direction, conversation=cid, sender=snd, seq=seq,
-                              message_id=mid, sent_at_ms=TS, iv=det(f"l3/{name}/iv", 12),
-                              max_bytes=envelope.DEFAULT_MAX_ENVELOPE_BYTES)
-        messages.append({
-            "name": name, "direction": direction, "seq": seq, "mid": mid, "cid": cid, "snd": snd,
-            "ts": TS, "iv": b64u(det(f"l3/{name}/iv", 12)), "plaintext": b64u(pt),
-            "plaintext_utf8": pt.decode(), "protected_header_json": unb64u(token.split(".")[0]).decode(),
-            "token": token,
-        })
-    good = messages[0]["token"]
-    p = good.split(".")
-
-    other_session = l3.Session._from_key(det("l3/other-key", 32))
-    neg = []
-
-    def add(name, tamper, token, error, code, field, direction="c2r", after_seq=None):
-        neg.append({"name": name, "tamper": tamper, "token": token, "direction": direction, "after_seq": after_seq,
-                    "error": error, "code": code, "field": field})
-
-    def flip(text: str) -> str:
-        raw = bytearray(unb64u(text))
-        raw[-1] ^= 0x01
-        return b64u(bytes(raw))
-
-    add("reflected", "a c2r message received where r2c is expected", good, "DirectionMismatch",
-        "direction_mismatch", "dir", direction="r2c")
-    add("replayed", "seq 1 again after seq 1 was accepted", good, "Replayed", "replayed", "seq", after_seq=1)
-    add("other_session", "sealed under another session key",
-        l3._seal_with(other_session, b"x", direction="c2r", conversation="conv-1", sender="alice", seq=1,
-                      message_id=messages[0]["mid"], sent_at_ms=TS, iv=det("l3/o/iv", 12), max_bytes=1 << 18),
-        "SessionMismatch", "session_mismatch", "kid")
-    add("ciphertext_bit_flipped", "one ciphertext bit flipped", ".".join(p[:3] + [flip(p[3]), p[4]]),
-        "DecryptionFailed", "decryption_failed", "ciphertext")
-    h = json.loads(unb64u(p[0]))
-    h["cid"] = "conv-2"
-    add("header_rewritten", "cid rewritten in the header", ".".join([b64u(compact_json(h))] + p[1:]),
-        "DecryptionFailed", "decryption_failed", "ciphertext")
-    for n in (0, 4, 15):
-        add(f"tag_cut_to_{n}", f"tag cut to {n} bytes", ".".join(p[:4] + [b64u(unb64u(p[4])[:n])]), "TagInvalid",
-            "tag_invalid", "tag")
-    add("iv_8_bytes", "nonce of 8 bytes", ".".join(p[:2] + [b64u(unb64u(p[2])[:8])] + p[3:]), "NonceInvalid",
-        "nonce_invalid", "iv")
-    add("encrypted_key_not_empty", "alg dir with a non-empty encrypted key part",
-        ".".join([p[0], "AAAA"] + p[2:]), "EnvelopeMalformed", "envelope_malformed", "encrypted_key")
-    add("trailing_garbage", "a sixth part", good + ".AAAA", "TrailingData", "trailing_data", "envelope")
-    add("base64_padding", "tag with '==' padding", good + "==", "Base64Invalid", "base64_invalid", "tag")
-    add("four_parts", "the tag part missing", ".".join(p[:4]), "EnvelopeMalformed", "envelope_malformed",
-        "envelope")
-
-    hs_parts = hs.split(".")
-    other_relay_kid = keys.key_id(identities()["alice"].public.wrap_key)
-    hh = json.loads(unb64u(hs_parts[0]))
-    hs_neg = [
-        {"name": "other_challenge", "tamper": "a valid handshake answered to another connection's challenge",
-         "token": hs, "challenge": b64u(det("l3/other-challenge", 16)), "error": "ChallengeMismatch",
-         "code": "challenge_mismatch", "field": "challenge"},
-        {"name": "other_relay_key", "tamper": "kid names another relay key",
-         "token": ".".join([b64u(compact_json(hh | {"kid": other_relay_kid}))] + hs_parts[1:]),
-         "challenge": b64u(challenge), "error": "RelayKeyMismatch", "code": "relay_key_mismatch", "field": "kid"},
-        {"name": "encrypted_key_bit_flipped", "tamper": "one bit of the wrapped session key flipped",
-         "token": ".".join([hs_parts[0], flip(hs_parts[1])] + hs_parts[2:]), "challenge": b64u(challenge),
-         "error": "UnwrapFailed", "code": "unwrap_failed", "field": "encrypted_key"},
-        {"name": "oaep_mgf1_sha1", "tamper": "session key wrapped with MGF1-SHA-1",
-         "token": ".".join([hs_parts[0], b64u(relay.public_key().encrypt(key, padding.OAEP(
-             mgf=padding.MGF1(hashes.SHA1()), algorithm=hashes.SHA256(), label=None)))] + hs_parts[2:]),  # noqa: S303
-         "challenge": b64u(challenge), "error": "UnwrapFailed", "code": "unwrap_failed", "field": "encrypted_key"},
-    ]
-    return {
-        "notice": NOTICE,
-        "about": "L3: session key, handshake (its encrypted_key is random RSA-OAEP: check by unwrapping), "
-                 "messages (deterministic from the inputs) and negative vectors.",
-        "relay": "relay",
-        "session_key": b64u(key),
-        "session_id": session.id,
-        "challenge": b64u(challenge),
-        "handshake": {"iv": b64u(det("l3/hs-iv", 12)),
-                      "protected_header_json": unb64u(hs_parts[0]).decode(), "token": hs},
-        "messages": messages,
-        "negative": neg,
-        "handshake_negative": hs_neg,
     }
 
 
@@ -517,6 +440,7 @@ def main() -> int:
     write("l4.json", l4_vectors(ids))
     write("l4_negative.json", l4_negative(ids))
     write("l3.json", l3_vectors())
+    write("membership.json", membership_vectors(ids))
     return 0
 
 

@@ -12,19 +12,23 @@ THE KEYS IN THIS FOLDER ARE PUBLIC TEST KEYS. Never use them for anything else.
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 
-from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives import hashes, hmac, serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519, padding, rsa
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from shared.keys import Identity
 
 VECTORS_DIR = Path(__file__).resolve().parent
-SIG_CONTEXT = "e2ee-chat/v1/sig"
+SIG_CONTEXT = "e2ee-chat/v2/sig"
+KC_CONTEXT = b"e2ee-chat/v2/key-commitment"
+TS = 1_767_225_600_000  # 2026-01-01T00:00:00Z in ms
+NOTICE = "PUBLIC TEST KEYS AND VECTORS for e2ee-chat (docs/PROTOCOL.md). Never use these keys for anything else."
 OAEP_256 = padding.OAEP(mgf=padding.MGF1(hashes.SHA256()), algorithm=hashes.SHA256(), label=None)
 
 
@@ -42,6 +46,16 @@ def unb64u(text: str) -> bytes:
 def compact_json(obj: object) -> bytes:
     """JSON with no whitespace, members in the given order (the form our encoder writes)."""
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def det(label: str, n: int) -> bytes:
+    """``n`` bytes derived from ``label`` (fixed inputs for the known-answer vectors)."""
+    out = b""
+    counter = 0
+    while len(out) < n:
+        out += hashlib.sha256(f"e2ee-chat/vectors/{label}/{counter}".encode()).digest()
+        counter += 1
+    return out[:n]
 
 
 # -- loading -----------------------------------------------------------------------------------
@@ -99,6 +113,13 @@ def resign(doc: dict, signer: ed25519.Ed25519PrivateKey) -> dict:
     return doc
 
 
+def key_commitment(cek: bytes) -> str:
+    """``kc``: b64url HMAC-SHA-256(key = CEK, "e2ee-chat/v2/key-commitment")."""
+    mac = hmac.HMAC(cek, hashes.SHA256())
+    mac.update(KC_CONTEXT)
+    return b64u(mac.finalize())
+
+
 def header_for(
     sender: Identity,
     conversation: str,
@@ -107,12 +128,15 @@ def header_for(
     mid: bytes,
     ts: int,
     ctr: int,
+    cek: bytes,
+    ep: int = 1,
+    mh: str = "M" * 42 + "A",
 ) -> dict:
     """The protected header as a dict, members in the documented order."""
     return {
         "alg": "RSA-OAEP-256", "enc": "A256GCM", "typ": "e2ee-chat/msg", "cty": "text/plain;charset=utf-8",
-        "v": 1, "mid": b64u(mid), "cid": conversation, "snd": sender.username, "skid": sender.sign_kid,
-        "ts": ts, "ctr": ctr, "rkids": [r.wrap_kid for r in recipients],
+        "v": 2, "mid": b64u(mid), "cid": conversation, "snd": sender.username, "skid": sender.sign_kid,
+        "ts": ts, "ctr": ctr, "ep": ep, "mh": mh, "kc": key_commitment(cek), "rkids": [r.wrap_kid for r in recipients],
     }
 
 
@@ -129,6 +153,8 @@ def build(
     mid: bytes,
     ts: int,
     ctr: int = 1,
+    ep: int = 1,
+    mh: str = "M" * 42 + "A",
     oaep: dict[str, padding.OAEP] | None = None,
     wrap_keys: dict[str, bytes] | None = None,
     aad: bytes | None = None,
@@ -146,7 +172,8 @@ def build(
         The envelope as a dict (serialize with :func:`compact_json`).
     """
     if header_bytes is None:
-        header = header or header_for(sender, conversation, recipients, mid=mid, ts=ts, ctr=ctr)
+        header = header or header_for(sender, conversation, recipients, mid=mid, ts=ts, ctr=ctr, cek=cek, ep=ep,
+                                      mh=mh)
         header_bytes = compact_json(header)
     protected = b64u(header_bytes)
     sealed = AESGCM(cek).encrypt(iv, plaintext, aad if aad is not None else protected.encode("ascii"))

@@ -1,0 +1,78 @@
+"""The client's own errors (beside the protocol's, ``shared.errors``): a failed relay request, a
+refused downgrade, and the reasons a message waits for the user (a key change, a larger audience).
+"""
+
+from __future__ import annotations
+
+from shared.errors import E2EEError
+
+
+class SenderKeyUnavailable(Exception):
+    """A message's sender has no pinned key and the relay could not be reached to fetch it.
+
+    Not an :class:`E2EEError`: the message is not "could not verify", it is not processed yet.
+    The reader drops the connection without advancing the cursor or acknowledging it, so the
+    message comes again by the sync after the reconnect, and the key is fetched then.
+    """
+
+    def __init__(self, user: str) -> None:
+        super().__init__(f"{user}'s keys could not be fetched: relay unreachable")
+        self.user = user
+
+
+class ClientError(E2EEError):
+    """A request to the relay failed; ``code`` is the relay's error code when it sent one."""
+
+    code = "client_error"
+
+    def __init__(self, message: str, *, code: str | None = None, field: str | None = None,
+                 detail: dict | None = None, status: int | None = None) -> None:
+        super().__init__(message, field=field)
+        if code:
+            self.code = code
+        self.detail = detail
+        self.status = status
+
+
+class DowngradeRefused(E2EEError):
+    """The relay announced a security level below the one this client requires (4)."""
+
+    code = "downgrade_refused"
+
+
+class KeyChangeBlocked(E2EEError):
+    """A member's key changed since it was pinned; sending waits until the user accepts it.
+
+    ``users`` names every member whose change waits for a decision.
+    """
+
+    code = "key_change_blocked"
+
+    def __init__(self, message: str, *, field: str | None = None, users: tuple[str, ...] = ()) -> None:
+        super().__init__(message, field=field)
+        self.users = users
+
+
+class MemberWithoutKey(E2EEError):
+    """A member of the conversation has published no key: nobody can send to them."""
+
+    code = "member_without_key"
+
+
+class AudienceGrew(KeyChangeBlocked):
+    """The conversation gained members since this message was written: it is not sealed to them
+    until its author agrees (``users`` names the newcomers). Like a key change, it waits for a
+    decision; ``e2ee-chat send`` exits with code 4.
+    """
+
+    code = "audience_grew"
+
+
+class LogUnavailable(SenderKeyUnavailable):
+    """The membership log a message was sealed to could not be fetched: the relay is unreachable.
+    Like :class:`SenderKeyUnavailable`, the message is not judged; it comes again after the
+    reconnect."""
+
+    def __init__(self, conversation: str) -> None:
+        Exception.__init__(self, f"the membership log of {conversation} could not be fetched: relay unreachable")
+        self.user = conversation

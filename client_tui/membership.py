@@ -1,0 +1,440 @@
+"""The client's side of the membership log (docs/PROTOCOL.md §12).
+
+Who is in a conversation is what its log says, as this client verified it from the creation
+statement, never what the relay lists. :class:`Membership` (one per :class:`ChatClient`):
+
+* **verifies** each conversation's log (``shared.membership_chain.Chain``), remembers the verified
+  head per conversation in the sealed trust store (``client_tui.trust``), and notices a fork (another
+  statement for an epoch verified before, or a log older than one verified before) and a withheld
+  change (the relay says the log is at an epoch it does not show);
+* **tells the user**: every verified change is a line in the conversation (a ``system`` record
+  naming its actor, with "signature verified"); a change that does not verify is a warning line
+  and is never acted on;
+* **writes** the user's own changes (create, add, remove, title, admins, update) as signed
+  statements, retrying on a concurrent change;
+* **seals only to the newest verified epoch** (:meth:`audience`), binding each member's key ids
+  from the log: a member's key is the one the log names, checked against the keys this user
+  accepted for them;
+* **checks every envelope** against the log (``ep``/``mh``, the sender, ``rkids``) before opening it;
+* keeps **each message to the audience it was written for** (:meth:`Audience.admit`): a larger
+  audience waits for its author (:class:`AudienceGrew`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from shared import membership
+from shared.b64 import b64u_encode
+from shared.errors import (
+    ActorKeyMismatch,
+    ConversationMismatch,
+    E2EEError,
+    EnvelopeMalformed,
+    EpochMismatch,
+    LegacyConversation,
+    MembershipFork,
+    MembershipWithheld,
+    NotARecipient,
+    SenderMismatch,
+)
+from shared.keys import PublicIdentity
+from shared.membership import Member, Statement, member_of
+from shared.membership_chain import Chain, check_audience, check_continuity
+
+from . import membership_lines as lines
+from .errors import AudienceGrew, ClientError, KeyChangeBlocked, LogUnavailable
+
+if TYPE_CHECKING:
+    from .core import ChatClient
+    from .history import Record
+
+log = logging.getLogger("e2ee.client.membership")
+MAX_WARNINGS = 200  # per conversation, remembered so that a warning is shown once
+POST_ATTEMPTS = 3
+
+
+@dataclass(frozen=True)
+class Audience:
+    """Whom a message is sealed to: the newest verified epoch of a conversation.
+
+    Attributes:
+        cid, epoch, head: the conversation, the epoch and its statement hash (the header's
+            ``cid``, ``ep``, ``mh``).
+        members: the epoch's usernames, in member order.
+        recipients: their keys as the log binds them, in the same order (the ``rkids``).
+    """
+
+    cid: str
+    epoch: int
+    head: str
+    members: tuple[str, ...]
+    recipients: list[PublicIdentity]
+
+    def admit(self, record: Record) -> None:
+        """Remember (first seal) or check the audience ``record`` was written for.
+
+        Raises:
+            AudienceGrew: members joined since it was written; it waits for its author.
+        """
+        written = record.info.get("audience")
+        if written is None:
+            record.info["audience"] = {"ep": self.epoch, "members": list(self.members)}
+            return
+        new = tuple(sorted(set(self.members) - set(written["members"])))
+        if new:
+            raise AudienceGrew(
+                f"{', '.join(new)} joined after this message was written (epoch {written['ep']}): "
+                "it is not sent to them unless you agree", field=new[0], users=new)
+
+
+class Membership:
+    """The membership logs of one account (see the module's docstring)."""
+
+    def __init__(self, client: ChatClient) -> None:
+        self.client = client
+        self.chains: dict[str, Chain] = {}
+        self.claimed: dict[str, tuple[int | None, str | None]] = {}  # the relay's head, as it last said
+        self._heads: dict[str, dict] = {}  # cid -> {"ep", "hash"}: verified before (the file)
+        self._warned: dict[str, list[str]] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._published: dict[str, list[PublicIdentity]] = {}
+        self._updating: set[str] = set()
+        self._refused: dict[str, bool] = {}  # the last sync stopped at a statement that failed
+        self._evidence: dict[str, int] = {}  # the newest epoch an envelope was sealed to, if not verified
+
+    # -- the verified heads, in the sealed trust store ---------------------------------------------
+    def load(self) -> None:
+        """Read the verified heads from the trust store (``trust.membership``: per conversation
+        ``{"ep", "hash", "warned"}``). A lost trust store loses them (the user is told by it): forks
+        against what it held can no longer be noticed."""
+        self._heads, self._warned = {}, {}
+        for cid, doc in (self.client.trust.membership if self.client.trust is not None else {}).items():
+            try:
+                if "ep" in doc:
+                    self._heads[cid] = {"ep": int(doc["ep"]), "hash": str(doc["hash"])}
+                self._warned[cid] = [str(k) for k in doc.get("warned", [])]
+            except (ValueError, KeyError, TypeError, AttributeError):
+                log.warning("verified head of %s in the trust store is damaged: forgotten", cid)
+
+    def _save(self) -> None:
+        trust = self.client.trust
+        if trust is None:
+            return
+        trust.membership = {cid: {**self._heads.get(cid, {}), "warned": self._warned.get(cid, [])}
+                            for cid in set(self._heads) | set(self._warned)}
+        self.client._save_state()
+
+    def head(self, cid: str) -> Statement | None:
+        """The newest verified statement of ``cid`` (this session), or None."""
+        chain = self.chains.get(cid)
+        return chain.head if chain is not None else None
+
+    # -- verifying the relay's log -------------------------------------------------------------------
+    async def sync(self, cid: str) -> Chain:
+        """Fetch ``cid``'s log after the verified head, verify it, and show what changed.
+
+        A statement that fails is shown as a warning and the chain stops before it; a log that
+        contradicts the one verified before (a fork, or older than it) and a head the relay names
+        but shows no statement for (a withheld change) are warnings too. Nothing is raised for
+        those: :meth:`audience` decides what may still be sealed.
+
+        Raises:
+            ClientError: the relay could not be asked (``unreachable``) or refused (``forbidden``,
+                ``not_found``, ``legacy_conversation``).
+        """
+        async with self._locks.setdefault(cid, asyncio.Lock()):
+            chain = self.chains.setdefault(cid, Chain(cid))
+            after = chain.head.ep if chain.head is not None else -1
+            doc = await self.client._request("GET", f"/v1/conversations/{cid}/log" + (
+                f"?after={after}" if after >= 0 else ""))
+            claimed = self.claimed[cid] = (doc.get("epoch"), doc.get("head"))
+            before = chain.head
+            self._refused[cid] = await self._extend(chain, doc.get("statements", []))
+            await self._compare(cid, chain, claimed)
+            if chain.head is not None and chain.head is not before:
+                self._remember(chain.head)
+            return chain
+
+    async def _compare(self, cid: str, chain: Chain, claimed: tuple) -> None:
+        """Warn when the relay's log or head contradicts what was verified here."""
+        known, head = self._heads.get(cid), chain.head
+        if head is None or self._refused.get(cid):
+            return
+        try:
+            if known is not None:
+                check_continuity(chain, known["ep"], known["hash"])
+            if isinstance(claimed[0], int) and claimed[0] <= head.ep and chain.at(claimed[0]).hash != claimed[1]:
+                raise MembershipFork(f"the relay's head for epoch {claimed[0]} is not the statement verified here",
+                                     field="ep")
+        except MembershipFork as exc:
+            await self._warn(cid, f"fork:{claimed[0]}:{claimed[1]}", "relay", lines.fork(exc), exc)
+            return
+        if isinstance(claimed[0], int) and claimed[0] > head.ep:
+            exc = MembershipWithheld(f"the relay says epoch {claimed[0]}, shows {head.ep}", field="ep")
+            await self._warn(cid, f"withheld:{claimed[0]}", "relay", lines.withheld(claimed[0], head.ep), exc)
+
+    def _remember(self, head: Statement) -> None:
+        known = self._heads.get(head.cid)
+        if known is None or head.ep > known["ep"]:
+            self._heads[head.cid] = {"ep": head.ep, "hash": head.hash}
+            self._save()
+        self._adopt(head)
+
+    async def apply_own(self, st: Statement) -> None:
+        """A statement of mine that the relay accepted: it is my new verified head (verified like
+        any other), whatever the relay shows next."""
+        async with self._locks.setdefault(st.cid, asyncio.Lock()):
+            chain = self.chains.setdefault(st.cid, Chain(st.cid))
+            prev = chain.head
+            for added in chain.extend([st], self._resolve):
+                await self._system(st.cid, lines.line_id(added), added.actor, lines.verified(added, prev), added.ts,
+                                   {"ep": added.ep, "op": added.op, "hash": added.hash, "verified": True})
+            self._remember(st)
+
+    async def _extend(self, chain: Chain, signed: list[str]) -> bool:
+        """Verify ``signed`` onto ``chain``; show each new statement; warn at the first that fails
+        (returns True then)."""
+        for text in signed:
+            prev = chain.head
+            try:
+                st = membership.parse(text)
+                await self._fetch_key(st.actor, st.akid)
+                added = chain.extend([st], self._resolve)
+            except E2EEError as exc:
+                if isinstance(exc, ClientError) and exc.code in ("unreachable", "offline"):
+                    raise
+                claim = _claim(text)
+                await self._warn(chain.cid, f"{exc.code}:{membership.statement_hash(text) if claim else text[:32]}",
+                                 claim.actor if claim else "relay", lines.invalid(claim, prev, exc), exc)
+                return True
+            for st in added:
+                known = self._heads.get(chain.cid)
+                if known is None or st.ep > known["ep"]:
+                    await self._system(st.cid, lines.line_id(st), st.actor, lines.verified(st, prev), st.ts,
+                                       {"ep": st.ep, "op": st.op, "hash": st.hash, "verified": True})
+        return False
+
+    def _resolve(self, user: str, kid: str):
+        """The Ed25519 key ``kid`` of ``user`` (found by :meth:`_fetch_key` first)."""
+        for ident in self._accepted(user):
+            if ident.sign_kid == kid:
+                return ident.sign_key
+        for ident in self._published.get(user, ()):
+            if ident.sign_kid == kid:
+                return ident.sign_key
+        raise ActorKeyMismatch(f"{user} has published no signing key {kid[:8]}…", field="akid")
+
+    def _accepted(self, user: str) -> list[PublicIdentity]:
+        """Keys this user accepted for ``user`` (pinned, earlier, pending), or my own."""
+        c = self.client
+        if user == c.username and c.identity is not None:
+            return [i.public for i in (c.identity, *c.retired)]
+        contact = c.contacts.get(user)
+        if contact is None:
+            return []
+        return [contact.identity, *contact.previous, *([contact.pending] if contact.pending else [])]
+
+    async def _fetch_key(self, user: str, sign_kid: str | None = None, wrap_kid: str | None = None
+                         ) -> PublicIdentity | None:
+        """A key pair ``user`` published with these ids (the relay's key history; the ids are
+        recomputed from the keys, so the relay cannot answer another key under them)."""
+        def find() -> PublicIdentity | None:
+            for ident in (*self._accepted(user), *self._published.get(user, ())):
+                if sign_kid in (None, ident.sign_kid) and wrap_kid in (None, ident.wrap_kid):
+                    return ident
+            return None
+
+        found = find()
+        if found is None:
+            try:
+                doc = await self.client._request("GET", f"/v1/users/{user}/keys/history")
+                self._published[user] = [PublicIdentity.from_json(k) for k in doc.get("keys", [])
+                                         if k.get("username") == user]
+            except ClientError as exc:
+                if exc.code in ("unreachable", "offline"):
+                    raise
+                log.info("no key history for %s: %s", user, exc.code)
+            found = find()
+        return found
+
+    # -- what the user sees ----------------------------------------------------------------------------
+    async def _system(self, cid: str, lid: str, sender: str, text: str, ts: int, info: dict) -> None:
+        from .core import RecordChanged
+        from .history import Record
+
+        c = self.client
+        rec = Record(lid, cid, sender, text, pos=c._next_pos(), ts=ts, state="system",
+                     info={"system": "membership", **info})
+        if c.history is not None:
+            await c.history.put(rec)
+        await c.events.put(RecordChanged(rec, new=True))
+
+    async def _warn(self, cid: str, key: str, actor: str, text: str, exc: E2EEError) -> None:
+        """Show a warning line once (remembered across restarts) and log it."""
+        log.warning("membership of %s: %s (%s)", cid, exc.message, exc.code)
+        seen = self._warned.setdefault(cid, [])
+        if key in seen:
+            return
+        seen.append(key)
+        del seen[:-MAX_WARNINGS]
+        self._save()
+        from .history import now_ms
+
+        await self._system(cid, f"w-{b64u_encode(os.urandom(9))}", actor, text, now_ms(),
+                           {"warning": exc.code, "detail": exc.message})
+
+    def _adopt(self, head: Statement) -> None:
+        """The verified head decides the members and the title this client shows and seals to."""
+        c = self.client
+        me_in = head.member(c.username) is not None
+        c.members[head.cid] = list(head.usernames)
+        c.titles[head.cid] = head.title
+        (c.inactive.discard if me_in else c.inactive.add)(head.cid)
+        mine = head.member(c.username)
+        if mine is not None and c.identity is not None and mine != member_of(c.identity.public) and \
+                head.cid not in self._updating:  # my keys changed: move the new ones into this log
+            from .membership_ops import update_keys
+
+            self._updating.add(head.cid)
+            c._spawn(update_keys(self, head.cid)).add_done_callback(lambda _: self._updating.discard(head.cid))
+
+    # -- sealing ---------------------------------------------------------------------------------------
+    async def audience(self, cid: str) -> Audience:
+        """The newest verified epoch of ``cid`` and its members' keys, to seal to.
+
+        Raises:
+            LegacyConversation: made before signed membership (no log).
+            MembershipWithheld / MembershipFork: the relay's head is not the verified one (it
+                withholds a change, or shows another history): nothing is sealed until it is.
+            KeyChangeBlocked: a member's key in the log is not one this user accepted, or a
+                member's key change waits for a decision.
+            ClientError: the log could not be fetched; ``forbidden`` when I am not a member.
+        """
+        chain = self.chains.get(cid)
+        claimed = self.claimed.get(cid)
+        if claimed is not None and claimed[0] is None:
+            raise LegacyConversation("this conversation predates signed membership: it is read-only; "
+                                     "start a new one", field="conversation")
+        if chain is None or chain.head is None or claimed is None or claimed != (chain.head.ep, chain.head.hash):
+            chain = await self.sync(cid)
+        head, claimed = chain.head, self.claimed.get(cid)
+        if head is None:
+            raise MembershipWithheld("no statement of this conversation's log verifies", field="ep")
+        # A newer epoch is known to exist (the relay names it, or a message was sealed to it) and no
+        # statement for it was shown: it may remove someone, so nothing is sealed until it is shown.
+        # (A statement shown for it that did not verify is ignored: sealing to the verified epoch
+        # reaches only verified members. A fork or an older log: the relay will refuse what this
+        # seals, and the user was warned.)
+        newer = max(claimed[0] if claimed and isinstance(claimed[0], int) and not self._refused.get(cid) else -1,
+                    self._evidence.get(cid, -1))
+        if newer > head.ep:
+            raise MembershipWithheld(lines.withheld(newer, head.ep), field="ep")
+        if head.member(self.client.username) is None:
+            raise ClientError("you are not a member of this conversation", code="forbidden", field="conversation")
+        recipients = [await self._identity(m) for m in head.members]
+        blocked = self.client.blocked_by(cid)
+        if blocked:
+            raise KeyChangeBlocked(f"{', '.join(blocked)}'s key changed: accept or verify it before sending",
+                                   field=blocked[0], users=tuple(blocked))
+        return Audience(cid, head.ep, head.hash, head.usernames, recipients)
+
+    async def _identity(self, m: Member) -> PublicIdentity:
+        """The keys the log binds for ``m``, if this user accepts them for ``m.username``."""
+        c = self.client
+        for ident in self._accepted(m.username):
+            if (ident.wrap_kid, ident.sign_kid) == (m.wrap_kid, m.sign_kid):
+                contact = c.contacts.get(m.username)
+                if contact is not None and contact.pending is ident:
+                    break  # a key change waiting for a decision
+                return ident
+        else:
+            if m.username not in c.contacts and m.username != c.username:
+                ident = await self._fetch_key(m.username, m.sign_kid, m.wrap_kid)
+                if ident is None:
+                    raise ClientError(f"the relay has no key {m.wrap_kid[:8]}… of {m.username}", code="not_found",
+                                      field=m.username)
+                self._pin(ident)  # first use, from a statement that verified
+                return ident
+            if m.username != c.username:
+                await c.fetch_keys(m.username)  # shows the key change (KeyChanged) if the relay has one
+        raise KeyChangeBlocked(f"{m.username}'s key in this conversation is not the one you accepted: review it "
+                               "before sending", field=m.username, users=(m.username,))
+
+    def _pin(self, ident: PublicIdentity) -> None:
+        from .core import Contact, ContactChanged
+
+        self.client.contacts[ident.username] = Contact(ident)
+        self.client._save_state()
+        self.client.events.put_nowait(ContactChanged(ident.username))
+
+    async def check_envelope(self, header, conversation: str, sender: str) -> None:
+        """PROTOCOL.md §5.7 steps 18-21 on a received envelope's header, before any key is used:
+        the delivery context, my recipient entry, then its ``ep``, ``mh``, ``snd`` and ``rkids``
+        against the verified log of its conversation (fetched first if the epoch is not verified).
+
+        Raises:
+            ConversationMismatch, SenderMismatch, NotARecipient, EpochMismatch, AudienceMismatch
+            (shown as "could not verify"); LogUnavailable (the relay is unreachable: the message
+            comes again after the reconnect).
+        """
+        if header.cid != conversation:
+            raise ConversationMismatch("envelope belongs to another conversation than the one it was delivered in",
+                                       field="cid")
+        if header.snd != sender:
+            raise SenderMismatch("envelope names another sender than the one that sent it", field="snd")
+        c = self.client
+        if c.identity is not None and not {i.wrap_kid for i in (c.identity, *c.retired)} & set(header.rkids):
+            raise NotARecipient("no recipient entry for my key id", field="recipients")  # as open() would
+        chain = self.chains.get(header.cid)
+        if chain is None or chain.at(header.ep) is None:
+            try:
+                chain = await self.sync(header.cid)
+            except ClientError as exc:
+                if exc.code in ("unreachable", "offline"):
+                    raise LogUnavailable(header.cid) from None
+                log.info("log of %s not fetched: %s", header.cid, exc.code)
+                chain = self.chains.setdefault(header.cid, Chain(header.cid))
+        try:
+            check_audience(chain, ep=header.ep, mh=header.mh, sender=header.snd, rkids=header.rkids)
+        except EpochMismatch as exc:
+            if chain.head is not None and header.ep > chain.head.ep:  # evidence of a change not shown
+                self._evidence[header.cid] = max(self._evidence.get(header.cid, -1), header.ep)
+                await self._warn(header.cid, f"unseen:{header.ep}:{header.mh}", header.snd,
+                                 lines.unseen(header.snd, header.ep, chain.head.ep), exc)
+            raise
+
+    async def approve(self, cid: str) -> int:
+        """The user agrees to send the messages waiting in ``cid`` to its current members too;
+        returns how many were waiting."""
+        waiting = self.waiting(cid)
+        head = self.head(cid)
+        for item in waiting:
+            item.record.info["audience"] = {"ep": head.ep if head else -1,
+                                            "members": list(head.usernames) if head else []}
+        await self.client._unblock()
+        return len(waiting)
+
+    async def decline(self, cid: str) -> int:
+        """The user does not send the messages waiting in ``cid`` to the newcomers: they are
+        marked not sent (the text stays in the history); returns how many."""
+        waiting = self.waiting(cid)
+        for item in waiting:
+            await self.client._fail(item, AudienceGrew("not sent: you chose not to send it to the new members"))
+        return len(waiting)
+
+    def waiting(self, cid: str) -> list:
+        """My messages in ``cid`` waiting for my decision on a larger audience, oldest first."""
+        return [i for i in self.client._outbox if i.record.conversation == cid and i.record.reason == "audience_grew"]
+
+
+def _claim(text: str) -> Statement | None:
+    """What a refused statement claims (to name its actor in the warning), if it parses."""
+    try:
+        return membership.parse(text)
+    except (E2EEError, EnvelopeMalformed):
+        return None
