@@ -140,7 +140,10 @@ class Contacts:
         contact = self.contacts.get(name)
         new = (ident.wrap_kid, ident.sign_kid)
         if contact is None:
-            self.trust.pin(name, ident) if self.trust is not None else self._loose.setdefault(name, Contact(ident))
+            if self.trust is not None:
+                self.trust.pin(name, ident)
+            else:
+                self._loose[name] = Contact(ident)
             self._save_state()
             await self.events.put(ContactChanged(name))
         elif contact.kids == new:

@@ -31,6 +31,7 @@ from shared.keys import Identity
 from . import keystore, measure
 from .contacts import ContactChanged, LocalDataWarning
 from .history import Record
+from .trust import Contact
 
 log = logging.getLogger("e2ee.client")
 
@@ -131,8 +132,6 @@ class Rotation:
         self.identity, self.retired = new, retired
         me = self.contacts.get(self.username)
         previous = [*(me.previous if me else []), *([old.public] if old is not None else [])]
-        from .trust import Contact
-
         self.contacts[self.username] = Contact(new.public, verified=True, previous=previous)
         self._save_state()
         self.events.put_nowait(ContactChanged(self.username))
