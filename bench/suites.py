@@ -89,6 +89,8 @@ SUITES: list[Suite] = [
           "bench.browser",
           lambda a: {"n": _n(a), "bits": a.bits, "pool": 3 if a.quick else 4,
                      "most": 8 if a.quick else 128}),
+    Suite("commitment", "what the envelope's key commitment (kc) adds to one seal and one open, in one run",
+          "bench.commitment", lambda a: {"n": 300 if a.quick else 5000, "bits": a.bits}),
     Suite("relay", "relay CPU per message and throughput with 50 clients vs a bare echo app",
           "bench.relay_load",
           lambda a: {"clients": a.clients or (6 if a.quick else 50), "messages": a.messages or (10 if a.quick else 200),

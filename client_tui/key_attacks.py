@@ -14,24 +14,33 @@ no text is shown under a name whose key did not sign it, and the user is told in
 from __future__ import annotations
 
 import contextlib
+import json
+import os
 import tempfile
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx2
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import padding
 
 from shared import envelope
+from shared.b64 import b64u_decode, b64u_encode
 from shared.errors import E2EEError
+from shared.keys import Identity, PublicIdentity
 
 from .contacts import KeyNotShown
 from .core import ChatClient, KeyChanged
 from .relayproc import RelayProcess
+from .salamander import salamander
 
 FAST_RELAY = {"E2EE_ARGON2_TIME_COST": "1", "E2EE_ARGON2_MEMORY_KIB": "8192", "E2EE_ARGON2_PARALLELISM": "1",
               "E2EE_RATE_LOGINS_PER_MIN": "600"}
 FAST_KDF = {"iterations": 1, "memory_kib": 8192, "lanes": 1}
 PASSWORD = "attack demo password"  # noqa: S105 - throwaway demo accounts
+_OAEP = padding.OAEP(mgf=padding.MGF1(algorithm=hashes.SHA256()), algorithm=hashes.SHA256(), label=None)
 
 
 @dataclass(frozen=True)
@@ -147,8 +156,73 @@ def _drain(client: ChatClient) -> list:
     return out
 
 
+def equivocating_envelope(template: bytes, sender: Identity, honest: PublicIdentity, fooled: PublicIdentity,
+                          text: str) -> tuple[bytes, bytes, bytes]:
+    """What a hostile sender builds from one of its own envelopes (``template``: its epoch, head and
+    recipients): a new message whose entry for ``fooled`` wraps another content key than every
+    other entry, with a ciphertext that authenticates under both keys (:mod:`client_tui.salamander`),
+    a header committing to the first key, signed by ``sender`` (PROTOCOL.md §5.5).
+
+    Returns:
+        ``(envelope, cek_of_the_others, cek_of_fooled)``.
+    """
+    doc = json.loads(template)
+    header = json.loads(b64u_decode(doc["protected"], "protected"))
+    cek, other, iv = os.urandom(32), os.urandom(32), os.urandom(12)
+    header.update(mid=b64u_encode(os.urandom(16)), ctr=header["ctr"] + 1, ts=int(time.time() * 1000),
+                  kc=b64u_encode(envelope._commitment(cek).finalize()))
+    protected = b64u_encode(json.dumps(header, separators=(",", ":")).encode())
+    ct, tag = salamander(cek, other, iv, protected.encode("ascii"), text.encode())
+    keys = {p.wrap_kid: p for p in (sender.public, honest, fooled)}
+    recipients = [{"header": {"kid": kid}, "encrypted_key": b64u_encode(keys[kid].wrap_key.encrypt(
+        other if kid == fooled.wrap_kid else cek, _OAEP))} for kid in header["rkids"]]
+    parts = [protected, ",".join(r["encrypted_key"] for r in recipients), b64u_encode(iv), b64u_encode(ct),
+             b64u_encode(tag)]
+    sig = sender.sign_private.sign(".".join([envelope.SIG_CONTEXT.decode(), *parts]).encode())
+    out = {"protected": protected, "recipients": recipients, "iv": parts[2], "ciphertext": parts[3],
+           "tag": parts[4], "sig": b64u_encode(sig)}
+    return json.dumps(out, separators=(",", ":")).encode(), cek, other
+
+
+async def equivocation(root: Path) -> AttackResult:
+    stage = _Stage(root, None)
+    try:
+        alice = await stage.user("alice")
+        bob = await stage.user("bob", connect=True)
+        carol = await stage.user("carol", connect=True)
+        conv = await alice.create_conversation("group", ["bob", "carol"])
+        for c in (bob, carol):
+            await c.refresh_conversations()
+        await alice.connect()
+        await alice.send_text(conv, "an honest message first")
+        template = (await alice.load_history(conv))[-1].envelope
+        data, _, _ = equivocating_envelope(template, alice.identity, bob.identity.public, carol.identity.public,
+                                           "meet at noon at the north gate")
+        async with httpx2.AsyncClient(base_url=stage.relay.url,
+                                      headers={"Authorization": f"Bearer {alice.token}"}) as http:
+            seq = (await http.post(f"/v1/conversations/{conv}/messages", content=data,
+                                   headers={"Content-Type": "application/json"})).json()["seq"]
+        recs = {}
+        for c in (bob, carol):
+            await c.close()  # reopen and sync: every message up to seq processed
+            again = ChatClient(stage.relay.url, c.username, stage.root / "clients", kdf=FAST_KDF)
+            stage.clients.append(again)
+            await again.login(PASSWORD, f"{c.username} passphrase")
+            await again.connect()
+            await again.wait_synced()
+            recs[c.username] = await again.history.by_seq(seq)
+        opened = [n for n, r in recs.items() if r is not None and r.text is not None]
+        refused = [f"{n}: could not verify ({r.reason})" for n, r in recs.items() if r is not None and r.text is None]
+        held = len(opened) <= 1 and all(r is not None for r in recs.values())
+        shown = f"opened for {', '.join(opened) or 'nobody'}; " + "; ".join(refused)
+        return AttackResult("equivocation", "alice wrapped different content keys for bob and carol under one "
+                            "signed envelope that AES-GCM opens under both", shown, held)
+    finally:
+        await stage.close()
+
+
 ATTACKS: dict[str, Callable[[Path], Awaitable[AttackResult]]] = {
-    "key-name": key_name, "key-swap": key_swap, "key-retired": key_retired,
+    "key-name": key_name, "key-swap": key_swap, "key-retired": key_retired, "equivocation": equivocation,
 }
 """The key attacks by name, in the order the demo runs them."""
 
