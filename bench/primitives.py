@@ -75,7 +75,7 @@ def jwt_costs(n: int) -> dict:
     """JWT costs in ms: sign (HS256, EdDSA), plain PyJWT decode, ``Tokens.verify`` first time
     (cache miss) and again (the REST path's repeated token); and whether a cache was found."""
     tokens = make_tokens("HS256")
-    token, _ = tokens.issue("alice")
+    token, _ = tokens.issue("alice", "bench-session")
     cache = getattr(tokens, "_verified", None)
 
     def verify_cold():
@@ -84,13 +84,13 @@ def jwt_costs(n: int) -> dict:
         tokens.verify(token)
 
     ed = make_tokens("EdDSA")
-    ed_token, _ = ed.issue("alice")
+    ed_token, _ = ed.issue("alice", "bench-session")
     tokens.verify(token)
     return {
         "cache_detected": cache is not None,
         "rows": {
-            "jwt_sign_hs256": measure(lambda: tokens.issue("alice"), n),
-            "jwt_sign_eddsa": measure(lambda: ed.issue("alice"), n),
+            "jwt_sign_hs256": measure(lambda: tokens.issue("alice", "bench-session"), n),
+            "jwt_sign_eddsa": measure(lambda: ed.issue("alice", "bench-session"), n),
             "pyjwt_decode_hs256": measure(lambda: pyjwt_decode(tokens, token), n),
             "pyjwt_decode_eddsa": measure(lambda: pyjwt_decode(ed, ed_token), n),
             "tokens_verify_first": measure(verify_cold, n),
@@ -290,7 +290,7 @@ def run(n: int = 1000, bits: int = 3072, recipients: int = 2, keygen_n: int = 6,
     step(f"generating RSA-{bits} identities")
     people = [Identity.generate(f"user{i}", bits) for i in range(max(2, recipients))]
     tokens = make_tokens()
-    token, _ = tokens.issue("alice")
+    token, _ = tokens.issue("alice", "bench-session")
     step("JWT")
     jwt_part = jwt_costs(n)
     step("per-request table (100 B, 1 KB, 10 KB)")

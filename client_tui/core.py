@@ -61,6 +61,7 @@ from .errors import (  # noqa: F401 - re-exported: callers import them from here
 from .history import History, Record, now_ms
 from .membership import Audience, Membership
 from .rotate import Rotation, RotationNotSaved
+from .session import RelaySession
 from .trust import Contact
 
 __all__ = ["ChatClient", "ClientError", "Contact", "ContactChanged", "KeyChangeBlocked", "KeyChanged", "KeyNotShown",
@@ -72,6 +73,7 @@ CLOSE_AUTH = 1008
 CLOSE_TOO_BIG = 1009
 CLOSE_SLOW = 1013
 CLOSE_GOING_AWAY = 1001
+CLOSE_SESSION_ENDED = 4403
 PING_EVERY_S = 15.0
 ACK_DELAY_S = 0.05
 SEND_TIMEOUT_S = 30.0
@@ -202,10 +204,11 @@ class ChatClient(Contacts, Rotation):
             default: the platform's user data folder (platformdirs).
         kdf: Argon2id cost override for the keystore (tests use a small one).
         backoff: ``(first, most)`` reconnect delays in seconds (doubling, with jitter).
+        clock: the clock token lifetimes are measured on, as intervals (``client_tui.session``).
     """
 
     def __init__(self, server_url: str, username: str, profile_root: Path | None = None, kdf: dict | None = None,
-                 backoff: tuple[float, float] = (0.5, 30.0), cafile: str | None = None) -> None:
+                 backoff: tuple[float, float] = (0.5, 30.0), cafile: str | None = None, clock=time.monotonic) -> None:
         self.server_url = profiles.normalize_url(server_url)  # InvalidRequest for what is not an address
         self.username = canonical_username(username)  # InvalidRequest for a name the relay would refuse
         self.profile = profiles.profile_dir(profile_root or default_profile_root(), server_url, self.username)
@@ -215,8 +218,7 @@ class ChatClient(Contacts, Rotation):
         self.backoff = backoff
         self.identity: Identity | None = None
         self.retired: tuple[Identity, ...] = ()
-        self.token: str | None = None
-        self.token_exp = 0
+        self.session = RelaySession(clock)  # access token, refresh credential, renewals
         self.hello: frames.Hello | None = None
         self.events: asyncio.Queue[Event] = asyncio.Queue()
         self.trust = None  # the sealed trust store (client_tui.trust), once the keystore is open
@@ -327,22 +329,20 @@ class ChatClient(Contacts, Rotation):
         return {"cursor": s.cursor, "counters": s.counters, "last_ctr": s.last_ctr, "missing": s.missing}
 
     # -- REST -----------------------------------------------------------------------------------------
-    async def _request(self, method: str, path: str, body: dict | None = None, auth: bool = True,
-                       _retry: bool = True) -> dict:
-        if auth:
-            await self._ensure_token()
-        headers = {"Authorization": f"Bearer {self.token}"} if auth and self.token else {}
+    @property
+    def token(self) -> str | None:
+        """The current access token (renewed by :attr:`session`)."""
+        return self.session.access
+
+    async def _request(self, method: str, path: str, body: dict | None = None, auth: bool = True) -> dict:
         try:
-            resp = await self._http.request(method, path, json=body, headers=headers)
+            resp = await self._http.request(method, path, json=body, auth=self.session if auth else None)
         except httpx2.HTTPError as exc:
             raise ClientError(transport.describe_failure(exc, self.server_url), code="unreachable") from None
         try:
             data = resp.json()
         except ValueError:
             raise ClientError(f"relay answered {resp.status_code} without JSON", status=resp.status_code) from None
-        if resp.status_code == 401 and auth and _retry and self._password:
-            await self._login(self._password)  # expired token: one fresh login, then the request once more
-            return await self._request(method, path, body, auth, _retry=False)
         if resp.status_code >= 400:
             err = data.get("error", {}) if isinstance(data, dict) else {}
             raise ClientError(err.get("message", "request failed"), code=err.get("code"), field=err.get("field"),
@@ -399,29 +399,18 @@ class ChatClient(Contacts, Rotation):
         self._password = password  # kept while the relay is unreachable: the session logs in when it returns
         data = await self._request("POST", "/v1/token", {"username": self.username, "password": password},
                                    auth=False)
-        self.token, self.token_exp = data["token"], data["expires_at"]
+        self.session.adopt(data)
+        self._password = None  # the session's refresh credential keeps us logged in from here
 
-    async def renew_token(self) -> None:
-        """Swap the current token for a fresh one (no password needed while it is valid)."""
-        data = await self._request("POST", "/v1/token/renew", _retry=False)
-        self.token, self.token_exp = data["token"], data["expires_at"]
-
-    async def _ensure_token(self) -> None:
-        """Renew a token close to expiry (or log in again with the password kept in memory)."""
-        if self.token is None or self.token_exp - time.time() > 60:
-            return
-        try:
-            if self.token_exp > time.time() + 2:
-                headers = {"Authorization": f"Bearer {self.token}"}
-                resp = await self._http.post("/v1/token/renew", headers=headers)
-                if resp.status_code == 200:
-                    data = resp.json()
-                    self.token, self.token_exp = data["token"], data["expires_at"]
-                    return
-            if self._password:
-                await self._login(self._password)
-        except httpx2.HTTPError:
-            pass
+    async def _reauth(self) -> None:
+        """The relay refused our token: refresh the session once or, if it is over, log in with
+        a password this client still holds (never one kept after a login succeeded)."""
+        with contextlib.suppress(httpx2.HTTPError):
+            if await self.session.refresh_now(self._http):
+                return
+        if not self._password:
+            raise AuthFailed(f"the session ended ({self.session.ended or 'refused'}): log in again")
+        await self._login(self._password)
 
     # -- conversations --------------------------------------------------------------------------------
     async def create_conversation(self, title: str, members: list[str]) -> str:
@@ -477,12 +466,16 @@ class ChatClient(Contacts, Rotation):
             AuthFailed: the relay refused the token.
             ClientError: anything else went wrong (``unreachable``).
         """
-        # no token yet (started while the relay was down): log in with the password given then
-        await (self._login(self._password) if self.token is None and self._password else self._ensure_token())
+        if (self.token is None or self.session.ended) and self._password:  # started while the relay was down
+            await self._login(self._password)
+        try:
+            token = await self.session.fresh_access(self._http)
+        except httpx2.HTTPError as exc:
+            raise ClientError(transport.describe_failure(exc, self.server_url), code="unreachable") from None
         await self._set_state("connecting", self.server_url)
         try:
             ws = await connect(
-                self.ws_url, additional_headers={"Authorization": f"Bearer {self.token}"},
+                self.ws_url, additional_headers={"Authorization": f"Bearer {token}"},
                 compression=None, max_size=2 * 1024 * 1024, open_timeout=10,
                 ssl=self._tls if self.ws_url.startswith("wss:") else None,
             )
@@ -514,6 +507,9 @@ class ChatClient(Contacts, Rotation):
             raise
         self.hello = hello
         self._ws = ws
+        self.session.on_ready(ready.expires_in)
+        self._spawn(self.session.keep_connection(self._http, lambda t: self._send_frame(frames.Auth(token=t)),
+                                                 lambda: self._ws is ws))
         self._synced.clear()
         self._syncing, self._held = True, {}  # live messages wait until the sync caught up (seq order)
         self._ack_sent = 0
@@ -551,7 +547,6 @@ class ChatClient(Contacts, Rotation):
         if self._supervisor is None or self._supervisor.done():
             self._closing = False
             self._supervisor = asyncio.create_task(self._supervise(), name=f"session-{self.username}")
-            self._spawn(self._token_loop())
         return self._supervisor
 
     def reconnect_now(self) -> None:
@@ -572,10 +567,16 @@ class ChatClient(Contacts, Rotation):
                 await self._set_state("refused", exc.message)
                 return
             except AuthFailed as exc:
-                if relogged or not self._password:
+                if relogged:
                     await self._set_state("refused", f"login refused: {exc.message}")
                     return
-                relogged, self.token = True, None  # the next connect() logs in afresh
+                relogged = True
+                try:
+                    await self._reauth()
+                except (ClientError, AuthFailed) as login_exc:
+                    if isinstance(login_exc, AuthFailed) or login_exc.status in (401, 403):
+                        await self._set_state("refused", f"login refused: {login_exc.message}")
+                        return
                 continue
             except (ClientError, OSError) as exc:
                 if getattr(exc, "status", None) in (401, 403):  # the password itself was refused
@@ -601,12 +602,17 @@ class ChatClient(Contacts, Rotation):
             if self._closing:
                 return
             code, reason = self.last_close
-            if code == CLOSE_AUTH:  # token refused mid-session: one fresh login, never a loop
+            if code in (CLOSE_AUTH, CLOSE_SESSION_ENDED):  # token or session refused: one refresh, never a loop
                 auth_closes += 1
-                if auth_closes > 1 or not self._password:
+                if auth_closes > 1:
                     await self._set_state("refused", f"the relay refused the session: {reason}".strip(": "))
                     return
-                self.token = None  # the next connect() logs in afresh; a refused password ends it there
+                try:
+                    await self._reauth()
+                except (ClientError, AuthFailed) as exc:
+                    if isinstance(exc, AuthFailed) or exc.status in (401, 403):
+                        await self._set_state("refused", f"login refused: {exc.message}")
+                        return
                 continue
             auth_closes = 0
             if time.monotonic() - started > 10:
@@ -626,12 +632,6 @@ class ChatClient(Contacts, Rotation):
         self._wake_reconnect.clear()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._wake_reconnect.wait(), delay)
-
-    async def _token_loop(self) -> None:
-        while not self._closing:
-            await asyncio.sleep(max(5.0, min(300.0, self.token_exp - time.time() - 90)))
-            with contextlib.suppress(E2EEError):
-                await self._ensure_token()
 
     async def close(self) -> None:
         """Stop the session, close the websocket and the HTTP client; save contacts; close the cache."""
@@ -732,6 +732,8 @@ class ChatClient(Contacts, Rotation):
                 await self._report_gaps()
         elif isinstance(frame, frames.Delivered):
             await self._on_delivered(frame)
+        elif isinstance(frame, frames.Ready):  # the answer to an in-band renewal: the new lifetime
+            self.session.on_ready(frame.expires_in)
         elif isinstance(frame, frames.Pong):
             sent = self._ping_sent.pop(frame.nonce, None)
             if sent is not None:

@@ -28,11 +28,12 @@ from shared.errors import (
 )
 from shared.names import canonical_username
 
-from . import membership, metrics, store
+from . import membership, metrics, session_api, store
 from .auth import Passwords, Tokens
 from .bodycap import BodyCap
 from .db import commits_wait_for_disk, create_engine, create_writer_engine, sessionmaker
 from .relay import Relay
+from .sessions import BearerAuth
 from .settings import Settings
 from .web import ENVELOPE_TYPES, Limits, State, handler
 from .web import claims_of as _claims
@@ -52,11 +53,6 @@ class RegisterBody(msgspec.Struct, forbid_unknown_fields=True):
     password: str
     wrap_key: str  # b64url SPKI DER (RSA 2048-4096, e = 65537)
     sign_key: str  # b64url SPKI DER (Ed25519)
-
-
-class LoginBody(msgspec.Struct, forbid_unknown_fields=True):
-    username: str
-    password: str
 
 
 class StatementBody(msgspec.Struct, forbid_unknown_fields=True):
@@ -110,41 +106,6 @@ async def register(request: Request) -> Response:
     )
     log.info("registered user=%s wrap_bits=%d", username, ident.wrap_key.key_size)
     return _json({"username": username, "wrap_kid": ident.wrap_kid, "sign_kid": ident.sign_kid}, 201)
-
-
-@handler
-async def login(request: Request) -> Response:
-    st = _state(request)
-    address = _peer(request)
-    st.limits.logins.check(address)
-    body = await _body(request, LoginBody)
-    try:
-        username = canonical_username(body.username)
-    except InvalidRequest:
-        username = None
-    st.limits.lockout.check(username or "?", address)
-    user = None
-    if username is not None:
-        async with st.sessions() as session:
-            user = await store.get_user(session, username)
-    ok, upgraded = await st.passwords.verify_and_upgrade(user.password_hash if user else None, body.password)
-    if not ok:
-        st.limits.lockout.failed(username or "?", address)
-        log.info("login refused user=%s", username or "?")
-        raise AuthFailed("unknown user or wrong password")
-    st.limits.lockout.succeeded(user.username, address)
-    if upgraded is not None:  # a hash of the raw (pre-normalisation) form: store the normalised one
-        await st.writer.run(store.set_password_hash(user.id, user.password_hash, upgraded))
-        log.info("password hash upgraded user=%s", user.username)
-    token, exp = st.tokens.issue(user.username)
-    return _json({"token": token, "expires_at": exp, "username": user.username})
-
-
-@handler
-async def renew(request: Request) -> Response:
-    claims = _claims(request)
-    token, exp = _state(request).tokens.issue(claims.sub)
-    return _json({"token": token, "expires_at": exp, "username": claims.sub})
 
 
 def _key_json(username: str, row) -> dict:
@@ -312,8 +273,13 @@ routes = [
     Route("/v1/metrics", metrics.metrics),
     Route("/v1/relay-key", relay_key),
     Route("/v1/accounts", register, methods=["POST"]),
-    Route("/v1/token", login, methods=["POST"]),
-    Route("/v1/token/renew", renew, methods=["POST"]),
+    Route("/v1/token", session_api.login, methods=["POST"]),
+    Route("/v1/token/refresh", session_api.refresh, methods=["POST"]),
+    Route("/v1/sessions", session_api.list_sessions, methods=["GET"]),
+    Route("/v1/sessions/logout", session_api.logout, methods=["POST"]),
+    Route("/v1/sessions/logout-everywhere", session_api.logout_everywhere, methods=["POST"]),
+    Route("/v1/sessions/{sid}/revoke", session_api.revoke, methods=["POST"]),
+    Route("/v1/account/password", session_api.change_password, methods=["POST"]),
     Route("/v1/users/{username}/keys", user_keys),
     Route("/v1/users/{username}/keys/history", user_key_history),
     Route("/v1/keys/rotate", rotate_keys, methods=["POST"]),
@@ -373,7 +339,7 @@ def middleware(settings: Settings) -> list[Middleware]:
     def cap_for(path: str) -> int:
         return settings.max_envelope_bytes if messages.match(path) else settings.max_json_body_bytes
 
-    stack = [Middleware(BodyCap, cap_for=cap_for)]
+    stack = [Middleware(BodyCap, cap_for=cap_for), Middleware(BearerAuth)]
     if settings.trusted_proxy_list():
         stack.insert(0, Middleware(ProxyHeadersMiddleware, trusted_hosts=settings.trusted_proxy_list()))
     return stack

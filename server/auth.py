@@ -1,8 +1,9 @@
 """Passwords (argon2id, argon2-cffi) and tokens (JWT HS256, PyJWT; RFC 7519).
 
 The JWT key is loaded once when the relay starts; the algorithm list is fixed to HS256, and
-``exp``, ``iat``, ``sub``, ``iss``, ``aud`` and ``jti`` are required. A websocket verifies its
-token once, at connect.
+``exp``, ``iat``, ``sub``, ``iss``, ``aud``, ``jti`` and ``sid`` (the login session it belongs to,
+:mod:`server.sessions`) are required. A websocket verifies its token once, at connect, and again
+at each in-band renewal.
 """
 
 from __future__ import annotations
@@ -118,11 +119,12 @@ class Passwords:
 
 @dataclass(frozen=True)
 class Claims:
-    """Verified token claims. ``exp`` in seconds since the epoch."""
+    """Verified token claims. ``exp`` in seconds since the epoch; ``sid`` the login session."""
 
     sub: str
     exp: int
     jti: str
+    sid: str
 
 
 class Tokens:
@@ -154,13 +156,14 @@ class Tokens:
         self.ttl_s = ttl_s
         self.leeway_s = leeway_s
 
-    def issue(self, subject: str) -> tuple[str, int]:
-        """Return ``(token, exp)`` for ``subject``; ``exp`` = now + ttl (seconds since epoch)."""
+    def issue(self, subject: str, sid: str, not_after: int | None = None) -> tuple[str, int]:
+        """Return ``(token, exp)`` for ``subject`` in login session ``sid``; ``exp`` = now + ttl
+        (seconds since the epoch), never later than ``not_after`` (the session's absolute end)."""
         now = int(time.time())
-        exp = now + self.ttl_s
+        exp = now + self.ttl_s if not_after is None else min(now + self.ttl_s, not_after)
         claims = {
             "sub": subject, "iss": self.issuer, "aud": self.audience,
-            "iat": now, "nbf": now, "exp": exp, "jti": secrets.token_urlsafe(12),
+            "iat": now, "nbf": now, "exp": exp, "jti": secrets.token_urlsafe(12), "sid": sid,
         }
         return jwt.encode(claims, self._sign_key, algorithm=self.algorithm), exp
 
@@ -193,7 +196,7 @@ class Tokens:
                 audience=self.audience,
                 issuer=self.issuer,
                 leeway=self.leeway_s,
-                options={"require": ["exp", "iat", "sub", "iss", "aud", "jti"], "strict_aud": True},
+                options={"require": ["exp", "iat", "sub", "iss", "aud", "jti", "sid"], "strict_aud": True},
             )
         except jwt.ExpiredSignatureError:
             raise AuthFailed("token expired", field="exp") from None
@@ -213,7 +216,9 @@ class Tokens:
             raise AuthFailed(f"token invalid ({type(exc).__name__})", field="token") from None
         if not isinstance(claims.get("sub"), str):
             raise AuthFailed("token subject is not a string", field="sub")
-        result = Claims(claims["sub"], int(claims["exp"]), str(claims["jti"]))
+        if not isinstance(claims.get("sid"), str) or not 0 < len(claims["sid"]) <= 64:
+            raise AuthFailed("token session is not a string", field="sid")
+        result = Claims(claims["sub"], int(claims["exp"]), str(claims["jti"]), claims["sid"])
         self._verified[token] = result
         if len(self._verified) > self.cache_size:
             self._verified.popitem(last=False)

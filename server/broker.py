@@ -42,7 +42,8 @@ TAG_BYTES = 32
 
 
 class Note(msgspec.Struct, omit_defaults=True):
-    """One pub/sub message. ``k``: msg | event | forget | resync; ``r``: the publishing relay."""
+    """One pub/sub message. ``k``: msg | event | forget | resync | revoke; ``r``: the publishing
+    relay; ``s``: ended session ids and ``why`` their reason (revoke)."""
 
     k: str
     r: str
@@ -52,6 +53,8 @@ class Note(msgspec.Struct, omit_defaults=True):
     e: frames.Event | None = None
     c: str | None = None
     since: int = 0
+    s: list[str] = []
+    why: str = ""
 
 
 _decode = msgspec.json.Decoder(Note).decode
@@ -133,6 +136,11 @@ class RedisBroker:
 
     def publish_event(self, user_ids: list[int], event: frames.Event) -> None:
         self._put(Note("event", self.relay_id, u=user_ids, e=event))
+
+    def publish_revoke(self, sids: list[str], reason: str) -> None:
+        """Tell the other relays that these login sessions ended (refuse their tokens, close their
+        websockets)."""
+        self._put(Note("revoke", self.relay_id, s=sids, why=reason))
 
     def publish_forget(self, conversation: str | None) -> None:
         self._put(Note("forget", self.relay_id, c=conversation))
@@ -240,6 +248,8 @@ class RedisBroker:
                 self.relay.notify(note.u, note.e, publish=False)
             elif note.k == "forget":
                 self.relay.forget_members(note.c, publish=False)
+            elif note.k == "revoke":
+                self.relay.end_sessions(note.s, note.why, publish=False)
             elif note.k == "resync":
                 await self.relay.resync_since(note.since)
         except Exception:

@@ -47,6 +47,23 @@ class User(Base):
     created_at_ms: Mapped[int] = mapped_column(BigInteger)
 
 
+class LoginSession(Base):
+    """One login of one client: its refresh credential (SHA-256 of the current secret only), when it
+    was created and last used, the client's User-Agent, its absolute end, and whether it ended."""
+
+    __tablename__ = "sessions"
+    id: Mapped[str] = mapped_column(String(22), primary_key=True)  # b64url of 16 random bytes
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    refresh_hash: Mapped[bytes] = mapped_column(LargeBinary(32))
+    generation: Mapped[int] = mapped_column(Integer)  # refreshes so far
+    created_at_ms: Mapped[int] = mapped_column(BigInteger)
+    last_used_at_ms: Mapped[int] = mapped_column(BigInteger)
+    expires_at_ms: Mapped[int] = mapped_column(BigInteger)  # absolute: created + the session lifetime
+    user_agent: Mapped[str] = mapped_column(String(200))
+    ended_at_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    ended_reason: Mapped[str | None] = mapped_column(String(32), nullable=True)
+
+
 class UserKey(Base):
     """A user's published key pair (wrap + signing); ``current`` marks the one in use."""
 

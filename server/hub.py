@@ -3,7 +3,8 @@ bytes), and which connections each user has on this relay.
 
 Close codes: 1008 authentication refused (do not retry with the same token), 1009 frame too large
 (uvicorn/websockets, before the frame is buffered whole), 1013 send queue overflow (slow reader:
-reconnect and sync), 1001 relay shutting down, 4401 the connection's token expired.
+reconnect and sync), 1001 relay shutting down, 4401 the connection's token expired, 4403 its login
+session ended.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ CLOSE_AUTH = 1008
 CLOSE_SLOW = 1013
 CLOSE_GOING_AWAY = 1001
 CLOSE_TOKEN_EXPIRED = 4401  # the connection's token expired: renew (before expiry) or log in, reconnect
+CLOSE_SESSION_ENDED = 4403  # the login session ended (logout, revocation, password change): log in again
 
 
 @dataclass(eq=False)
@@ -42,6 +44,7 @@ class Connection:
     close_code: int = CLOSE_GOING_AWAY
     session: l3.Session | None = None  # level 3: the session key shared with this client
     expiry: asyncio.TimerHandle | None = None  # closes the connection when its token expires
+    sid: str | None = None  # the login session of its token (levels 2-4)
     c2r_seq: int = 0  # level 3: last sequence number received from the client
     r2c_seq: int = 0  # level 3: last sequence number sent to the client
 

@@ -35,6 +35,7 @@ async def metrics(request: Request) -> Response:
     if not hmac.compare_digest(token.encode(), st.operator_token.encode()):
         raise AuthFailed("GET /v1/metrics needs the operator token", field="authorization")
     m = st.relay.metrics
+    g = st.relay.guard
     broker = st.relay.broker
     return json_response({
         "level": st.settings.level, "stored": m.stored, "checks_s": m.checks_s, "commit_s": m.commit_s,
@@ -44,6 +45,8 @@ async def metrics(request: Request) -> Response:
         "process_cpu_s": time.process_time(),
         "jwt_verifications": st.tokens.verifications, "jwt_cache_hits": st.tokens.cache_hits,
         "password_hashes_pending": st.passwords.pending, "password_hashes_refused": st.passwords.refused,
+        "sessions": {"logins": g.logins, "refreshes": g.refreshes, "ended": g.ended_count,
+                     "reuse_detected": g.reuse_detected, "cache_queries": g.queries},
         "broker": None if broker is None else {
             "up": broker.up, "published": broker.published, "received": broker.received,
             "rejected": broker.rejected},

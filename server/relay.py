@@ -22,9 +22,10 @@ from shared.keys import spki_der
 
 from . import store
 from .auth import Tokens, bearer_token
-from .hub import CLOSE_AUTH, CLOSE_GOING_AWAY, CLOSE_SLOW, CLOSE_TOKEN_EXPIRED, Connection
+from .hub import CLOSE_AUTH, CLOSE_GOING_AWAY, CLOSE_SESSION_ENDED, CLOSE_SLOW, CLOSE_TOKEN_EXPIRED, Connection
 from .limits import Gate
 from .sendpath import SendPath, _mid_of
+from .sessions import SessionGuard
 from .settings import Settings
 from .writer import Writer
 
@@ -40,6 +41,7 @@ class Relay(SendPath):
     def __init__(self, settings: Settings, tokens: Tokens, sessions, writer: Writer) -> None:
         super().__init__(settings, sessions, writer)
         self.tokens = tokens
+        self.guard = SessionGuard(sessions, settings.session_cache_ttl_s, int(settings.session_idle_days * 86_400_000))
         self.preauth = Gate("unauthenticated websockets", settings.max_preauth_ws, settings.max_preauth_ws_per_ip)
         self.relay_private = settings.resolve_relay_key() if settings.level == 3 else None
         self.relay_key_b64 = (b64u_encode(spki_der(self.relay_private.public_key()))
@@ -89,8 +91,7 @@ class Relay(SendPath):
             await self._read_loop(conn, pump)
         finally:
             self.hub.remove(conn)
-            if conn.expiry is not None:
-                conn.expiry.cancel()
+            self._cancel_expiry(conn)
             if not pump.done():
                 conn.queue.put_nowait(None)  # peer went away: stop the pump
                 with contextlib.suppress(Exception):
@@ -121,6 +122,7 @@ class Relay(SendPath):
         if header_token is not None and level > 1:
             try:
                 claims = self.tokens.verify(header_token)
+                await self.guard.check(claims)
             except AuthFailed as exc:
                 log.warning("ws refused peer=%s reason=%s", peer, exc.message)
                 await ws.close(CLOSE_AUTH)
@@ -134,9 +136,9 @@ class Relay(SendPath):
                 auth = await self._first_frame(ws, peer)
                 if auth is None:
                     return None
-                subject, session, expires = await self._authenticate(auth, claims, challenge)
+                subject, session, claims = await self._authenticate(auth, claims, challenge)
             else:
-                subject, expires = claims.sub, claims.exp
+                subject = claims.sub
             async with self.sessions() as db:
                 user = await store.get_user(db, subject)
             if user is None:
@@ -147,12 +149,11 @@ class Relay(SendPath):
         except WebSocketDisconnect:
             return None
         conn = Connection(ws, user.username, user.id, self.settings.send_queue_frames,
-                          self.settings.send_queue_bytes, session=session)
-        self._expire_at(conn, expires)
+                          self.settings.send_queue_bytes, session=session, sid=claims.sid if claims else None)
         try:
-            await ws.send_text(frames.encode(frames.Ready(user.username)).decode())
+            await ws.send_text(self._ready(conn, claims.exp if claims else None).decode())
         except WebSocketDisconnect:
-            self._expire_at(conn, None)
+            self._cancel_expiry(conn)
             return None
         return conn
 
@@ -166,33 +167,58 @@ class Relay(SendPath):
             relay_key=self.relay_key_b64,
         )).decode()
 
-    def _expire_at(self, conn: Connection, exp: int | None) -> None:
-        """Close ``conn`` with 4401 when its token expires (``exp``, Unix s, plus the leeway),
-        unless an ``auth`` frame with a fresh token for the same user comes first."""
+    def _ready(self, conn: Connection, exp: int | None) -> bytes:
+        """The ``ready`` frame: the connection now lives until its token's ``exp`` (stated to the
+        client as ``expires_in`` seconds by this relay's clock) unless renewed in-band; at that
+        moment (plus the leeway) it is closed with 4401."""
+        self._cancel_expiry(conn)
+        expires_in = None
+        if exp is not None:
+            left = exp - time.time()
+            expires_in = max(0, int(left))
+            conn.expiry = asyncio.get_running_loop().call_later(
+                max(0.0, left + self.settings.jwt_leeway_s), conn.close, CLOSE_TOKEN_EXPIRED,
+                "token expired: renew before expiry, or log in and reconnect")
+        return frames.encode(frames.Ready(conn.user, expires_in))
+
+    @staticmethod
+    def _cancel_expiry(conn: Connection) -> None:
         if conn.expiry is not None:
             conn.expiry.cancel()
             conn.expiry = None
-        if exp is not None:
-            delay = max(0.0, exp + self.settings.jwt_leeway_s - time.time())
-            conn.expiry = asyncio.get_running_loop().call_later(
-                delay, conn.close, CLOSE_TOKEN_EXPIRED, "token expired: renew before expiry, or log in and reconnect")
 
-    def _renew(self, conn: Connection, auth: frames.Auth) -> None:
-        """An ``auth`` frame on an open connection: a fresh token for the same user extends it."""
+    async def _renew(self, conn: Connection, auth: frames.Auth) -> None:
+        """An ``auth`` frame on an open connection: a fresh token for the same user, from a live
+        session, extends it (answered by ``ready`` with the new ``expires_in``)."""
         if self.settings.level == 1:
             raise FrameInvalid("level 1 has no tokens to renew", field="type")
         claims = self.tokens.verify(auth.token)
         if claims.sub != conn.user:
             raise AuthFailed("the new token is for another user", field="sub")
-        self._expire_at(conn, claims.exp)
-        conn.enqueue(frames.encode(frames.Ready(conn.user)))
+        await self.guard.check(claims)
+        conn.sid = claims.sid
+        conn.enqueue(self._ready(conn, claims.exp))
+
+    def end_sessions(self, sids: list[str], reason: str, publish: bool = True) -> None:
+        """Sessions ended (here, or on another relay when ``publish`` is False): their access
+        tokens are refused from now on and their websockets here are closed with 4403; other
+        relays are told through the broker."""
+        if not sids:
+            return
+        self.guard.ended(sids, reason)
+        ended = set(sids)
+        for conn in self.hub.all():
+            if conn.sid in ended:
+                conn.close(CLOSE_SESSION_ENDED, f"session ended ({reason}): log in again")
+        if publish and self.broker is not None:
+            self.broker.publish_revoke(sids, reason)
 
     async def _authenticate(self, auth: frames.Auth, claims, challenge: bytes | None):
-        """``(username, l3 session or None, token exp or None)`` for a first ``auth`` frame at
+        """``(username, l3 session or None, token claims or None)`` for a first ``auth`` frame at
         this relay's level.
 
         Raises:
-            AuthFailed; at level 3 the handshake's errors (UnwrapFailed, ChallengeMismatch, ...).
+            AuthFailed, SessionEnded; at level 3 the handshake's errors (UnwrapFailed, ...).
         """
         level = self.settings.level
         if level == 1:
@@ -201,13 +227,14 @@ class Relay(SendPath):
             return auth.user, None, None
         if claims is None:
             claims = self.tokens.verify(auth.token)
+            await self.guard.check(claims)
         if level != 3:
-            return claims.sub, None, claims.exp
+            return claims.sub, None, claims
         if not auth.l3_key:
             raise AuthFailed("level 3: the auth frame carries the session-key handshake", field="l3_key")
         # One RSA private-key operation: off the event loop.
         session = await asyncio.to_thread(l3.accept_handshake, auth.l3_key, self.relay_private, challenge)
-        return claims.sub, session, claims.exp
+        return claims.sub, session, claims
 
     async def _refuse(self, ws: WebSocket, peer: str, exc: E2EEError) -> None:
         log.warning("ws refused peer=%s reason=%s", peer, exc.message)
@@ -270,7 +297,7 @@ class Relay(SendPath):
                 conn.enqueue(frames.encode(frames.Pong(frame.nonce)))
             elif isinstance(frame, frames.Auth):
                 try:
-                    self._renew(conn, frame)
+                    await self._renew(conn, frame)
                 except E2EEError as exc:
                     log.info("renewal refused user=%s code=%s", conn.user, exc.code)
                     conn.enqueue(self._error(exc))

@@ -50,7 +50,16 @@ class Settings:
     jwt_algorithm: str = field(default="HS256", metadata={"help": "HS256 or EdDSA (Ed25519 key in data_dir)"})
     jwt_issuer: str = field(default="e2ee-chat-relay", metadata={"help": "JWT iss"})
     jwt_audience: str = field(default="e2ee-chat", metadata={"help": "JWT aud"})
-    token_ttl_s: int = field(default=900, metadata={"help": "JWT lifetime in seconds (max 900)"})
+    token_ttl_s: int = field(default=900, metadata={"help": "access token (JWT) lifetime in seconds (max 900)"})
+    session_lifetime_days: float = field(
+        default=30.0, metadata={"help": "absolute lifetime of a login session: no refresh outlives it, days"})
+    session_idle_days: float = field(
+        default=14.0, metadata={"help": "a session not refreshed for this long ends, days"})
+    session_cache_s: float = field(
+        default=30.0, metadata={"help": "how long a relay trusts its cached session state (never longer than half "
+                                        "the token lifetime); revocations on another relay also arrive by broker"})
+    max_sessions_per_user: int = field(
+        default=50, metadata={"help": "login sessions per user; a new login past it ends the least recently used"})
     jwt_leeway_s: int = field(default=2, metadata={"help": "clock leeway for exp/nbf, seconds (max 5)"})
     max_envelope_bytes: int = field(
         default=DEFAULT_MAX_ENVELOPE_BYTES, metadata={"help": "largest envelope accepted, bytes"}
@@ -124,6 +133,8 @@ class Settings:
             check(self.hostile, self.db_url)
         if not 0 < self.token_ttl_s <= 900:
             raise ValueError("token_ttl_s must be in 1..900")
+        if not self.session_lifetime_days > 0 or not self.session_idle_days > 0 or self.session_cache_s < 0:
+            raise ValueError("session_lifetime_days and session_idle_days must be > 0, session_cache_s >= 0")
         if not 0 <= self.jwt_leeway_s <= 5:
             raise ValueError("jwt_leeway_s must be in 0..5")
         if self.jwt_secret:
@@ -140,8 +151,8 @@ class Settings:
             raise ValueError("sqlite_synchronous must be NORMAL, FULL or EXTRA")
         self.sqlite_synchronous = self.sqlite_synchronous.upper()
         self.trusted_proxy_list()  # raises on a bad entry
-        for name in ("max_json_body_bytes", "max_preauth_ws", "max_preauth_ws_per_ip", "max_password_hashes",
-                     "max_password_queue", "lockout_failures", "lockout_user_failures"):
+        for name in ("max_sessions_per_user", "max_json_body_bytes", "max_preauth_ws", "max_preauth_ws_per_ip",
+                     "max_password_hashes", "max_password_queue", "lockout_failures", "lockout_user_failures"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1")
         if self.log_format not in ("plain", "json"):
@@ -163,6 +174,12 @@ class Settings:
                 raise ValueError(f"trusted_proxies: {item!r} is not an IP address or network") from None
             out.append(item)
         return out
+
+    @property
+    def session_cache_ttl_s(self) -> float:
+        """How long a cached session state is trusted: ``session_cache_s``, at most half the
+        access token lifetime (so a revocation reaches every relay well within it)."""
+        return min(self.session_cache_s, self.token_ttl_s / 2)
 
     @property
     def data_path(self) -> Path:

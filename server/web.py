@@ -27,7 +27,7 @@ from shared.errors import (
     UnsupportedMediaType,
 )
 
-from .auth import Claims, Passwords, Tokens, bearer_token
+from .auth import Claims, Passwords, Tokens
 from .limits import Lockout, RateLimiter
 from .relay import Relay
 from .settings import Settings
@@ -120,15 +120,19 @@ async def read_body(request: Request, kind: type):
 
 
 def claims_of(request: Request) -> Claims:
-    """The verified claims of the request's bearer token.
+    """The verified claims of the request's bearer token, whose session is live (checked once
+    per request by :class:`server.sessions.BearerAuth`).
 
     Raises:
         AuthFailed: no bearer token, or one that does not verify.
+        SessionEnded: its session is over.
     """
-    token = bearer_token(request.headers.get("authorization"))
-    if token is None:
-        raise AuthFailed("Authorization: Bearer token required", field="authorization")
-    return state(request).tokens.verify(token)
+    box = request.scope.get("state", {})
+    if "claims" in box:
+        return box["claims"]
+    if "auth_error" in box:
+        raise box["auth_error"]
+    raise AuthFailed("Authorization: Bearer token required", field="authorization")
 
 
 def handler(fn):

@@ -80,9 +80,12 @@ class Hello(msgspec.Struct, tag="hello"):
 
 
 class Ready(msgspec.Struct, tag="ready"):
-    """Authentication accepted; ``user`` is the token's subject."""
+    """Authentication accepted; ``user`` is the token's subject. ``expires_in``: seconds (by the
+    relay's clock) until the relay closes the connection (4401) unless an ``auth`` frame renews
+    it first; None at level 1. Also the answer to a renewal."""
 
     user: str
+    expires_in: int | None = None
 
 
 class Stored(msgspec.Struct, tag="stored"):

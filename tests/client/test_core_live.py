@@ -8,6 +8,7 @@ import signal
 import sqlite3
 import time
 
+import httpx2
 import msgspec
 import pytest
 
@@ -125,8 +126,8 @@ async def test_relay_killed_and_restarted_nothing_lost_or_doubled(make_client, r
 
 async def test_a_refused_login_is_not_retried_in_a_loop(make_client, relay):
     alice = await make_client("alice")
-    alice.token = "not-a-token"
-    alice.token_exp = 2**40
+    alice.session.adopt({"token": "not-a-token", "expires_in": 10**9, "refresh": "not.a-credential",
+                         "session": "x"})
     alice._password = "wrong password"
     session = alice.start()
     await asyncio.wait_for(session, 10)
@@ -140,12 +141,16 @@ async def test_a_refused_login_is_not_retried_in_a_loop(make_client, relay):
     await alice.close()
 
 
-async def test_an_expired_token_is_replaced_by_one_fresh_login(make_client):
+async def test_a_refused_token_is_replaced_by_one_refresh_without_a_login(make_client, relay):
     alice = await make_client("alice")
-    alice.token = "expired-or-revoked"
-    alice.token_exp = 2**40
+    refresh = alice.session.refresh_credential
+    alice.session.adopt({"token": "expired-or-revoked", "expires_in": 10**9, "refresh": refresh,
+                         "session": alice.session.sid})
     alice.start()
     await wait_until(lambda: alice.online)
+    assert alice.session.refreshes == 1 and alice.session.refresh_credential != refresh
+    metrics = httpx2.get(relay.url + "/v1/metrics", headers=relay.operator_headers).json()
+    assert metrics["sessions"]["logins"] == 1  # the one at registration
     await alice.close()
 
 

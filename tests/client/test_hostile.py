@@ -132,7 +132,7 @@ async def test_k06_substituted_key_mid_conversation_warns_and_blocks_sending(off
 
     await bob._http.aclose()
     bob._http = httpx2.AsyncClient(base_url=bob.server_url, transport=httpx2.MockTransport(handler))
-    bob.token, bob.token_exp = "t", 2**40
+    bob.session.adopt({"token": "t", "expires_in": 10**9, "refresh": "r", "session": "s"})
     bob._key_fetched_at.pop("alice")
     as_alice = Identity("alice", identities["mallory"].wrap_private, identities["mallory"].sign_private)
     forged = envelope.seal("send money to mallory", as_alice, "conv-1",

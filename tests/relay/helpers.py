@@ -20,10 +20,11 @@ def relay_secret(data_dir: Path) -> bytes:
 
 def make_token(data_dir: Path, sub: str = "alice", *, drop: tuple[str, ...] = (), alg: str = "HS256",
                key=None, **claims) -> str:
-    """A token signed with the relay's own HS256 secret (unless ``key``), claims overridable."""
+    """A token signed with the relay's own HS256 secret (unless ``key``), claims overridable. Its
+    ``sid`` names no session unless given (a real one: ``client.session.sid``)."""
     now = int(time.time())
     body = {"sub": sub, "iss": "e2ee-chat-relay", "aud": "e2ee-chat", "iat": now, "nbf": now,
-            "exp": now + 300, "jti": "t1", **claims}
+            "exp": now + 300, "jti": "t1", "sid": "no-such-session", **claims}
     for name in drop:
         body.pop(name, None)
     return jwt.encode(body, relay_secret(data_dir) if key is None else key, algorithm=alg)

@@ -45,8 +45,8 @@ def stored(relay) -> int:
 
 
 async def test_valid_token_in_header_or_first_frame_is_accepted(make_client, relay):
-    await make_client("alice")
-    token = make_token(relay.data_dir)
+    alice = await make_client("alice")
+    token = make_token(relay.data_dir, sid=alice.session.sid)
     ws = await open_ws(relay, token)
     assert (await recv_type(ws, "ready"))["user"] == "alice"
     await ws.close()
@@ -149,13 +149,13 @@ async def test_no_auth_frame_in_time_closes(make_client, tmp_path):
 async def test_connection_closes_when_its_token_expires_unless_renewed(make_client, tmp_path):
     relay = start_relay(tmp_path / "short", env={"E2EE_TOKEN_TTL_S": "2", "E2EE_JWT_LEEWAY_S": "0"})
     try:
-        await make_client("alice", url=relay.url)
-        short = make_token(relay.data_dir, exp=int(time.time()) + 4)  # minted now, not at registration
+        sid = (await make_client("alice", url=relay.url)).session.sid
+        short = make_token(relay.data_dir, exp=int(time.time()) + 4, sid=sid)  # minted now, not at registration
         stale = await open_ws(relay, short)
         await recv_type(stale, "ready")
         kept = await open_ws(relay, short)
         await recv_type(kept, "ready")
-        fresh = make_token(relay.data_dir, exp=int(time.time()) + 60)
+        fresh = make_token(relay.data_dir, exp=int(time.time()) + 60, sid=sid)
         await kept.send(json.dumps({"type": "auth", "token": fresh}))
         assert (await recv_type(kept, "ready"))["user"] == "alice"  # renewal acknowledged
         bob_token = make_token(relay.data_dir, sub="bob", exp=int(time.time()) + 60)

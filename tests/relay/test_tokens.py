@@ -13,7 +13,7 @@ from shared.errors import AuthFailed, InvalidRequest
 
 def test_cached_token_is_not_served_after_its_expiry():
     tokens = Tokens("HS256", os.urandom(32), "iss", "aud", ttl_s=1, leeway_s=0)
-    token, exp = tokens.issue("alice")
+    token, exp = tokens.issue("alice", "s1")
     assert tokens.verify(token).sub == "alice"
     assert tokens.verify(token).sub == "alice"  # from the cache
     time.sleep(max(0.0, exp - time.time()) + 1.05)  # exp has whole seconds; PyJWT needs now > exp
@@ -25,7 +25,7 @@ def test_cached_token_is_not_served_after_its_expiry():
 def test_failed_verification_is_not_cached():
     tokens = Tokens("HS256", os.urandom(32), "iss", "aud", ttl_s=60, leeway_s=0)
     other = Tokens("HS256", os.urandom(32), "iss", "aud", ttl_s=60, leeway_s=0)
-    forged, _ = other.issue("alice")
+    forged, _ = other.issue("alice", "s1")
     for _ in range(2):
         with pytest.raises(AuthFailed, match="signature"):
             tokens.verify(forged)
@@ -35,7 +35,7 @@ def test_cache_is_bounded():
     tokens = Tokens("HS256", os.urandom(32), "iss", "aud", ttl_s=60, leeway_s=0)
     tokens.cache_size = 3
     for i in range(10):
-        tokens.verify(tokens.issue(f"user{i}")[0])
+        tokens.verify(tokens.issue(f"user{i}", "s1")[0])
     assert len(tokens._verified) == 3
 
 
@@ -62,6 +62,6 @@ def test_log_redaction_removes_every_form_of_a_token(line):
     from server.logs import redact
 
     tokens = Tokens("HS256", os.urandom(32), "iss", "aud", ttl_s=60, leeway_s=0)
-    token, _ = tokens.issue("alice")
+    token, _ = tokens.issue("alice", "s1")
     out = redact(line.format(t=token))
     assert token.split(".")[2] not in out and token.split(".")[1] not in out

@@ -16,11 +16,12 @@ from tests.conftest import FAST_KDF, PASSWORD, TEST_BITS, start_relay
 from tests.e2e_helpers import next_message
 
 
-def two_relays(tmp_path, pg_url: str, broker_url: str):
+def two_relays(tmp_path, pg_url: str, broker_url: str, env: dict[str, str] | None = None):
+    """Relays A and B on one database and one broker channel, sharing A's JWT secret."""
     channel = f"e2ee-test-{secrets.token_hex(4)}"
     args = ["--database-url", pg_url, "--broker", broker_url, "--broker-channel", channel]
-    a = start_relay(tmp_path / "relay-a", *args)
-    b = start_relay(tmp_path / "relay-b", *args, env={"E2EE_JWT_SECRET": jwt_secret(a)})
+    a = start_relay(tmp_path / "relay-a", *args, env=env)
+    b = start_relay(tmp_path / "relay-b", *args, env={**(env or {}), "E2EE_JWT_SECRET": jwt_secret(a)})
     return a, b
 
 

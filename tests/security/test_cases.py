@@ -47,7 +47,7 @@ def b64(d: dict) -> str:
 def claims(**changes) -> dict:
     now = int(time.time())
     body = {"sub": "alice", "iss": "e2ee-chat-relay", "aud": "e2ee-chat", "iat": now, "nbf": now, "exp": now + 300,
-            "jti": "k-case"}
+            "jti": "k-case", "sid": "no-such-session"}
     body.update(changes)
     return {k: v for k, v in body.items() if v is not None}
 
@@ -89,7 +89,7 @@ async def test_k01_alg_none_and_key_confusion_are_refused_with_a_logged_reason(w
 
 async def test_k02_each_claim_failure_has_its_own_reason_at_zero_leeway(world):
     relay = world.relay("--jwt-algorithm", "EdDSA", "--jwt-leeway-s", "0", name="eddsa-strict")
-    await world.client(relay, "alice", connect=False)
+    alice = await world.client(relay, "alice", connect=False)
     key = serialization.load_pem_private_key((relay.data_dir / "jwt-ed25519.pem").read_bytes(), None)
     now = int(time.time())
     cases = {
@@ -105,7 +105,8 @@ async def test_k02_each_claim_failure_has_its_own_reason_at_zero_leeway(world):
         assert await refused_both_ways(relay, token) == reason
         assert token.split(".")[2] not in relay_log(relay)
     assert db_count(relay) == 0
-    good = jwt.encode(claims(), key, algorithm="EdDSA")  # the same key and claims, unchanged: accepted
+    # the same key and claims, in alice's live session: accepted
+    good = jwt.encode(claims(sid=alice.session.sid), key, algorithm="EdDSA")
     ws = await open_ws(relay, good)
     assert (await recv_type(ws, "ready"))["user"] == "alice"
     await ws.close()
