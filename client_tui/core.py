@@ -468,8 +468,8 @@ class ChatClient(Contacts, Rotation):
         """
         if (self.token is None or self.session.ended) and self._password:  # started while the relay was down
             await self._login(self._password)
-        try:
-            token = await self.session.fresh_access(self._http)
+        try:  # no session at all: the relay refuses the upgrade (403), or does not answer (offline)
+            token = await self.session.fresh_access(self._http) if self.token is not None else "none"
         except httpx2.HTTPError as exc:
             raise ClientError(transport.describe_failure(exc, self.server_url), code="unreachable") from None
         await self._set_state("connecting", self.server_url)
