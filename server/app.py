@@ -33,6 +33,7 @@ from .auth import Passwords, Tokens
 from .bodycap import BodyCap
 from .db import commits_wait_for_disk, create_engine, create_writer_engine, sessionmaker
 from .relay import Relay
+from .retention import Retention
 from .sessions import BearerAuth
 from .settings import Settings
 from .web import ENVELOPE_TYPES, Limits, State, handler
@@ -313,12 +314,15 @@ def create_app(settings: Settings) -> Starlette:
 
             relay.broker = RedisBroker(settings.broker, settings.broker_channel, relay, note_key(jwt_key))
             await relay.broker.start()
+        retention = Retention(settings, writer)
+        retention.start()
         app.state.e2ee = State(settings, sessions, writer, tokens, passwords, relay, Limits.from_settings(settings),
-                               settings.resolve_operator_token())
+                               settings.resolve_operator_token(), retention)
         log.info("relay ready level=%d db=%s", settings.level, engine.dialect.name)
         try:
             yield
         finally:
+            await retention.stop()
             await relay.shutdown()
             if relay.broker is not None:
                 await relay.broker.stop()

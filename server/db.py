@@ -146,6 +146,7 @@ class Message(Base):
     __table_args__ = (
         UniqueConstraint("sender_id", "mid", name="uq_messages_sender_mid"),
         Index("ix_messages_conversation_seq", "conversation_id", "seq"),
+        Index("ix_messages_created_at_ms", "created_at_ms"),  # retention: what is older than a cutoff
     )
 
 
@@ -156,6 +157,8 @@ class Delivery(Base):
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), primary_key=True)
     seq: Mapped[int] = mapped_column(ForeignKey("messages.seq", ondelete="CASCADE"), primary_key=True)
     acked_at_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    # retention: "is anyone still to acknowledge this message?" (and the cascade from messages)
+    __table_args__ = (Index("ix_deliveries_seq_acked", "seq", "acked_at_ms"),)
 
 
 def _sqlite_settings(sync: Engine, synchronous: str, autocheckpoint: bool = True) -> None:

@@ -47,6 +47,8 @@ async def metrics(request: Request) -> Response:
         "password_hashes_pending": st.passwords.pending, "password_hashes_refused": st.passwords.refused,
         "sessions": {"logins": g.logins, "refreshes": g.refreshes, "ended": g.ended_count,
                      "reuse_detected": g.reuse_detected, "cache_queries": g.queries},
+        "retention": {"deleted": st.retention.deleted, "sweeps": st.retention.sweeps,
+                      "last_sweep_s": st.retention.last_sweep_s, "sessions_deleted": st.retention.sessions_deleted},
         "broker": None if broker is None else {
             "up": broker.up, "published": broker.published, "received": broker.received,
             "rejected": broker.rejected},

@@ -114,6 +114,15 @@ class Settings:
         metadata={"help": "SQLite synchronous pragma. NORMAL (WAL): an acked message survives a relay crash or "
                           "kill; FULL also survives an OS crash or power loss, at one fsync per group commit"},
     )
+    retention_keep_days: float = field(
+        default=0.0, metadata={"help": "keep envelopes every recipient acknowledged this many days after they were "
+                                       "stored (0: delete them at the next sweep)"})
+    retention_max_days: float = field(
+        default=30.0, metadata={"help": "delete envelopes this many days after they were stored even if a recipient "
+                                        "never acknowledged them (0: never)"})
+    retention_interval_s: float = field(
+        default=60.0, metadata={"help": "seconds between retention sweeps (0: no sweeps)"})
+    retention_batch: int = field(default=500, metadata={"help": "envelopes deleted per transaction"})
     ssl_certfile: str = field(default="", metadata={"help": "TLS certificate (PEM); serves https/wss"})
     ssl_keyfile: str = field(default="", metadata={"help": "TLS private key (PEM)"})
     log_format: str = field(default="plain", metadata={"help": "plain or json"})
@@ -150,9 +159,14 @@ class Settings:
         if self.sqlite_synchronous.upper() not in ("NORMAL", "FULL", "EXTRA"):
             raise ValueError("sqlite_synchronous must be NORMAL, FULL or EXTRA")
         self.sqlite_synchronous = self.sqlite_synchronous.upper()
+        if self.retention_keep_days < 0 or self.retention_max_days < 0 or self.retention_interval_s < 0:
+            raise ValueError("retention_keep_days, retention_max_days and retention_interval_s must be >= 0")
+        if self.retention_max_days and self.retention_max_days < self.retention_keep_days:
+            raise ValueError("retention_max_days must be 0 (never) or at least retention_keep_days")
         self.trusted_proxy_list()  # raises on a bad entry
-        for name in ("max_sessions_per_user", "max_json_body_bytes", "max_preauth_ws", "max_preauth_ws_per_ip",
-                     "max_password_hashes", "max_password_queue", "lockout_failures", "lockout_user_failures"):
+        for name in ("retention_batch", "max_sessions_per_user", "max_json_body_bytes", "max_preauth_ws",
+                     "max_preauth_ws_per_ip", "max_password_hashes", "max_password_queue", "lockout_failures",
+                     "lockout_user_failures"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1")
         if self.log_format not in ("plain", "json"):

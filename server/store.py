@@ -82,8 +82,16 @@ class StoredMessage:
     envelope: bytes
 
 
+def seq_bound(dialect: str, seq: int) -> int:
+    """A client's cursor (0 .. 2**53-1, PROTOCOL.md §1) as a query parameter: PostgreSQL's ``seq``
+    column is a 32-bit integer, so a larger cursor is clamped to its largest value (no stored seq is
+    above it) instead of failing the query."""
+    return min(seq, 2**31 - 1) if dialect == "postgresql" else seq
+
+
 async def sync_page(session: AsyncSession, user_id: int, after: int, limit: int) -> list[StoredMessage]:
     """Up to ``limit`` messages for ``user_id`` with ``seq > after``, in ``seq`` order."""
+    after = seq_bound(session.bind.dialect.name, after)
     rows = await session.execute(
         select(Message.seq, Message.conversation_id, User.username, Message.envelope)
         .join(Delivery, Delivery.seq == Message.seq)
@@ -188,7 +196,8 @@ class NewMessage:
 
 
 def insert_messages(s: Session, items: list[NewMessage]) -> list[StoreResult]:
-    """Store ``items`` in one transaction, in order; one delivery row per recipient.
+    """Store ``items`` in one transaction, in order; one delivery row per recipient, the sender's
+    own already acknowledged (its device has the message; the others' acks decide retention).
 
     Idempotent: a (sender, mid) already stored, or repeated within ``items``, returns the first
     ``seq`` with ``duplicate=True`` and stores nothing more.
@@ -219,8 +228,8 @@ def insert_messages(s: Session, items: list[NewMessage]) -> list[StoreResult]:
               "size": len(m.envelope), "created_at_ms": t} for m in fresh],
         )
         seqs = [r[0] for r in rows]
-        conn.execute(insert(deliveries), [{"user_id": uid, "seq": seq} for m, seq in zip(fresh, seqs, strict=True)
-                                           for uid in m.recipient_ids])
+        conn.execute(insert(deliveries), [{"user_id": uid, "seq": seq, "acked_at_ms": t if uid == m.sender_id else None}
+                                           for m, seq in zip(fresh, seqs, strict=True) for uid in m.recipient_ids])
         new = {(m.sender_id, m.mid): seq for m, seq in zip(fresh, seqs, strict=True)}
     else:
         new = {}
@@ -253,7 +262,8 @@ _SQLITE_SEQ_OF = _sqlite_sql(
     select(Message.seq).where(Message.sender_id == bindparam("sender_id"), Message.mid == bindparam("mid")),
     ("sender_id", "mid"))
 _SQLITE_INSERT_DELIVERY = _sqlite_sql(
-    insert(Delivery.__table__).values(user_id=bindparam("user_id"), seq=bindparam("seq")), ("user_id", "seq"))
+    insert(Delivery.__table__).values(user_id=bindparam("user_id"), seq=bindparam("seq"),
+                                      acked_at_ms=bindparam("acked_at_ms")), ("user_id", "seq", "acked_at_ms"))
 
 
 def _insert_messages_sqlite(db, items: list[NewMessage]) -> list[StoreResult]:
@@ -267,7 +277,7 @@ def _insert_messages_sqlite(db, items: list[NewMessage]) -> list[StoreResult]:
     """
     t = now_ms()
     out: list[StoreResult] = []
-    deliveries: list[tuple[int, int]] = []
+    deliveries: list[tuple[int, int, int | None]] = []
     cur = db.cursor()
     try:
         for m in items:
@@ -276,7 +286,7 @@ def _insert_messages_sqlite(db, items: list[NewMessage]) -> list[StoreResult]:
             if cur.rowcount == 1:
                 seq = cur.lastrowid
                 out.append(StoreResult(seq, False))
-                deliveries.extend((uid, seq) for uid in m.recipient_ids)
+                deliveries.extend((uid, seq, t if uid == m.sender_id else None) for uid in m.recipient_ids)
             else:
                 out.append(StoreResult(cur.execute(_SQLITE_SEQ_OF, (m.sender_id, m.mid)).fetchone()[0], True))
         if deliveries:
@@ -337,28 +347,24 @@ async def peers_of(session: AsyncSession, user_id: int) -> list[int]:
     return [r[0] for r in rows] or [user_id]
 
 
-def ack_up_to(user_id: int, seq: int) -> Callable[[Session], list[tuple[int, int]]]:
-    """A write op marking ``user_id``'s deliveries with ``seq <= seq`` acknowledged.
+def ack_up_to(user_id: int, seq: int, receipts: int = 1000) -> Callable[[Session], list[tuple[int, int]]]:
+    """A write op marking every one of ``user_id``'s deliveries with ``seq <= seq`` acknowledged
+    (retention deletes an envelope once all its deliveries are).
 
-    Returns ``[(seq, sender_id)]`` newly acknowledged (for delivered receipts).
+    Returns ``[(seq, sender_id)]`` newly acknowledged, for delivered receipts: the most recent
+    ``receipts`` of them, oldest first (a client back after a long absence acknowledges thousands
+    at once; its senders are told of the latest).
     """
 
     def op(s: Session) -> list[tuple[int, int]]:
-        rows = (
-            s.execute(
-                select(Delivery.seq, Message.sender_id)
-                .join(Message, Message.seq == Delivery.seq)
-                .where(Delivery.user_id == user_id, Delivery.seq <= seq, Delivery.acked_at_ms.is_(None))
-                .order_by(Delivery.seq)
-                .limit(1000)
-            )
+        upto = seq_bound(s.get_bind().dialect.name, seq)
+        pending = (Delivery.user_id == user_id, Delivery.seq <= upto, Delivery.acked_at_ms.is_(None))
+        rows = s.execute(
+            select(Delivery.seq, Message.sender_id).join(Message, Message.seq == Delivery.seq)
+            .where(*pending).order_by(Delivery.seq.desc()).limit(receipts)
         ).all()
         if rows:
-            s.execute(
-                update(Delivery)
-                .where(Delivery.user_id == user_id, Delivery.seq.in_([r[0] for r in rows]))
-                .values(acked_at_ms=now_ms())
-            )
-        return [(r[0], r[1]) for r in rows]
+            s.execute(update(Delivery).where(*pending).values(acked_at_ms=now_ms()))
+        return [(r[0], r[1]) for r in reversed(rows)]
 
     return op

@@ -30,6 +30,7 @@ from shared.errors import (
 from .auth import Claims, Passwords, Tokens
 from .limits import Lockout, RateLimiter
 from .relay import Relay
+from .retention import Retention
 from .settings import Settings
 from .writer import Writer
 
@@ -94,6 +95,7 @@ class State:
     relay: Relay
     limits: Limits
     operator_token: str
+    retention: Retention
 
 
 def state(request: Request | WebSocket) -> State:

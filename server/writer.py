@@ -6,12 +6,14 @@ write never fails another. Write ops are the plain functions of :mod:`server.sto
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import sqlite3
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from sqlalchemy.engine import Engine
@@ -63,6 +65,7 @@ class Writer:
         self._checkpoint: asyncio.Future | None = None
         self._last_checkpoint = 0.0
         self._queue: asyncio.Queue[tuple[WriteOp, asyncio.Future]] = asyncio.Queue()
+        self._held: collections.deque = collections.deque()  # a background op met while batching
         self._max_batch = max_batch
         self._task: asyncio.Task | None = None
         self.batches = 0
@@ -92,27 +95,59 @@ class Writer:
                 self._thread.submit(self._checkpointer.close).result()
             self._thread.shutdown(wait=True)
 
-    async def run(self, op: Callable[[Session], T] | NewMessage) -> T:
+    async def run(self, op: Callable[[Session], T] | NewMessage, background: bool = False) -> T:
         """Queue ``op`` (a write function of a sync Session, or a :class:`NewMessage`, which
         returns a :class:`StoreResult`) and wait until its transaction committed; re-raises what
-        ``op`` raised."""
+        ``op`` raised.
+
+        ``background``: housekeeping (retention): ``op`` gets a transaction of its own, run off the
+        event loop (SQLite: in the writer's thread), between the batches of other writes — never
+        inside one, so it delays a send by at most its own duration.
+        """
         fut: asyncio.Future = asyncio.get_running_loop().create_future()
-        await self._queue.put((op, fut))
+        await self._queue.put((_Background(op) if background else op, fut))
         return await fut
 
     async def _loop(self) -> None:
         while True:
-            batch = [await self._queue.get()]
+            first = self._held.popleft() if self._held else await self._queue.get()
+            if isinstance(first[0], _Background):
+                try:
+                    await self._commit_background(first[0].op, first[1])
+                finally:
+                    self._queue.task_done()
+                continue
+            batch = [first]
             while len(batch) < self._max_batch:
                 try:
-                    batch.append(self._queue.get_nowait())
+                    item = self._queue.get_nowait()
                 except asyncio.QueueEmpty:
                     break
+                if isinstance(item[0], _Background):
+                    self._held.append(item)  # after this batch, alone
+                    break
+                batch.append(item)
             try:
                 await self._commit(batch)
             finally:
                 for _ in batch:
                     self._queue.task_done()
+
+    async def _commit_background(self, op: Callable[[Session], Any], fut: asyncio.Future) -> None:
+        try:
+            if self._thread is not None:
+                result = (await asyncio.get_running_loop().run_in_executor(
+                    self._thread, self._sync_transaction, [op]))[0]
+            else:
+                async with self._sessions() as session:
+                    result = await session.run_sync(op)
+                    await session.commit()
+        except Exception as exc:  # noqa: BLE001 - it goes to the caller that queued it
+            if not fut.done():
+                fut.set_exception(exc)
+            return
+        if not fut.done():
+            fut.set_result(result)
 
     @staticmethod
     def _body(session: Session, ops: list[WriteOp]) -> list[Any]:
@@ -213,6 +248,11 @@ class Writer:
         for (_, fut), result in zip(live, results, strict=True):
             if not fut.done():
                 fut.set_result(result)
+
+
+@dataclass(frozen=True)
+class _Background:
+    op: Callable[[Session], Any]
 
 
 def _sqlite_busy(exc: OperationalError) -> bool:

@@ -7,12 +7,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
+from pathlib import Path
 
 import asyncpg
 import pytest
 import redis.asyncio as aioredis
 
 from tests.conftest import in_ci
+from tests.scale.writing import writer_on
 
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/test"
 REDIS = ("127.0.0.1", 6379)
@@ -111,3 +113,16 @@ async def redis_path():
     await path.open()
     yield path
     await path.cut()
+
+
+@pytest.fixture(params=["sqlite NORMAL", "sqlite FULL", "postgresql"])
+async def writer(request, tmp_path: Path):
+    """A writer on SQLite with commits on the event loop (NORMAL) or in its thread (FULL), or
+    on PostgreSQL."""
+    async with contextlib.AsyncExitStack() as stack:
+        if request.param.startswith("sqlite"):
+            url = f"sqlite+aiosqlite:///{tmp_path / 'relay.db'}"
+        else:
+            url = await stack.enter_async_context(fresh_pg_url())
+        async for pair in writer_on(url, request.param.partition(" ")[2] or "NORMAL"):
+            yield pair

@@ -4,63 +4,13 @@ within one batch), one delivery row per recipient, and a bad write failing alone
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import secrets
 from pathlib import Path
 
-import pytest
-from sqlalchemy import func, select
+from sqlalchemy import select
 
-from server import db, store
-from server.db import Conversation, Delivery, Member, Message, User
-from server.migrate import upgrade
-from server.writer import Writer
+from server.db import Delivery, Message
 from shared.errors import E2EEError
-from tests.scale.conftest import fresh_pg_url
-
-
-@pytest.fixture(params=["sqlite NORMAL", "sqlite FULL", "postgresql"])
-async def writer(request, tmp_path: Path):
-    """A writer on SQLite with commits on the event loop (NORMAL) or in its thread (FULL), or
-    on PostgreSQL."""
-    async with contextlib.AsyncExitStack() as stack:
-        if request.param.startswith("sqlite"):
-            url = f"sqlite+aiosqlite:///{tmp_path / 'relay.db'}"
-        else:
-            url = await stack.enter_async_context(fresh_pg_url())
-        async for pair in _writer_on(url, request.param.partition(" ")[2] or "NORMAL"):
-            yield pair
-
-
-async def _writer_on(url: str, synchronous: str):
-    await asyncio.to_thread(upgrade, url)
-    engine = db.create_engine(url, sqlite_synchronous=synchronous)
-    sessions = db.sessionmaker(engine)
-    w = Writer(sessions, db.create_writer_engine(url, sqlite_synchronous=synchronous),
-                     inline=not db.commits_wait_for_disk(synchronous))
-    w.start()
-
-    def setup(s) -> None:
-        s.add_all([User(id=i, username=n, password_hash="x", created_at_ms=0)
-                   for i, n in ((1, "alice"), (2, "bob"), (3, "carol"))])
-        s.flush()
-        s.add(Conversation(id="conv1", title="t", created_by=1, created_at_ms=0))
-        s.flush()
-        s.add_all([Member(conversation_id="conv1", user_id=u, joined_at_ms=0) for u in (1, 2, 3)])
-
-    await w.run(setup)
-    yield w, sessions
-    await w.stop()
-    await engine.dispose()
-
-
-def new(mid: str, sender: int = 1, conversation: str = "conv1") -> store.NewMessage:
-    return store.NewMessage(conversation, sender, mid, secrets.token_bytes(2900), [1, 2, 3])
-
-
-async def count(sessions, what) -> int:
-    async with sessions() as s:
-        return (await s.execute(select(func.count()).select_from(what))).scalar_one()
+from tests.scale.writing import count, new, writer_on
 
 
 async def test_one_batch_stores_in_order_and_repeats_get_the_first_seq(writer):
@@ -101,7 +51,7 @@ async def test_sqlite_wal_is_checkpointed_by_the_writer_when_commits_run_inline(
     checkpoint, from its thread, copies the WAL into the database file."""
     url = f"sqlite+aiosqlite:///{tmp_path / 'relay.db'}"
     db_file = tmp_path / "relay.db"
-    async for w, sessions in _writer_on(url, "NORMAL"):
+    async for w, sessions in writer_on(url, "NORMAL"):
         assert w._inline
         w.CHECKPOINT_INTERVAL_S = 3600
         if w._checkpoint is not None:  # the one after the fixture's first batch

@@ -1,0 +1,54 @@
+"""Retention end to end (issue 13): real clients acknowledge what they read, the relay's sweeps
+delete those envelopes and keep every one a recipient has not read; the reader who comes back
+later gets all of its own."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import httpx2
+
+from tests.client.conftest import wait_until
+from tests.e2e_helpers import next_message
+
+
+def rows(relay, sql: str) -> list[tuple]:
+    db = sqlite3.connect(relay.data_dir / "relay.db")
+    try:
+        return db.execute(sql).fetchall()
+    finally:
+        db.close()
+
+
+def deleted(relay) -> int:
+    return httpx2.get(relay.url + "/v1/metrics", headers=relay.operator_headers).json()["retention"]["deleted"]
+
+
+async def test_acknowledged_envelopes_are_deleted_and_nothing_unacknowledged_is(tmp_path, make_client):
+    from tests.conftest import start_relay
+
+    relay = start_relay(tmp_path / "retention", env={"E2EE_RETENTION_INTERVAL_S": "0.2"})
+    try:
+        alice, bob = await make_client("alice", url=relay.url), await make_client("bob", url=relay.url)
+        carol = await make_client("carol", url=relay.url)
+        with_bob = await alice.create_conversation("ab", ["bob"])
+        with_carol = await alice.create_conversation("ac", ["carol"])
+        await alice.connect()
+        await bob.connect()
+        await bob.wait_synced()
+        to_bob = [await alice.send_text(with_bob, f"bob {i}") for i in range(3)]
+        to_carol = [await alice.send_text(with_carol, f"carol {i}") for i in range(2)]  # carol is offline
+        assert [(await next_message(bob)).seq for _ in to_bob] == [s.seq for s in to_bob]
+        await wait_until(lambda: deleted(relay) == 3)  # bob acknowledged: gone from the relay
+        assert rows(relay, "SELECT seq FROM messages ORDER BY seq") == [(s.seq,) for s in to_carol]
+        assert rows(relay, "SELECT DISTINCT seq FROM deliveries ORDER BY seq") == [(s.seq,) for s in to_carol]
+        await carol.connect()  # carol comes back: everything she had not read is there
+        got = [await next_message(carol) for _ in to_carol]
+        assert [m.text for m in got] == ["carol 0", "carol 1"]
+        await wait_until(lambda: deleted(relay) == 5)
+        assert rows(relay, "SELECT count(*) FROM messages") == [(0,)]
+        assert rows(relay, "SELECT count(*) FROM deliveries") == [(0,)]
+        for c in (alice, bob, carol):
+            await c.close()
+    finally:
+        relay.stop()
