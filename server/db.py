@@ -182,7 +182,10 @@ def _sqlite_settings(sync: Engine, synchronous: str, autocheckpoint: bool = True
 
 def create_engine(url: str, *, sqlite_synchronous: str = "NORMAL") -> AsyncEngine:
     """Create the async engine for ``url`` with this project's per-connection settings."""
-    engine = create_async_engine(url, pool_pre_ping=False)
+    # PostgreSQL: a relay frozen inside a transaction (it holds the commit-order lock of
+    # server.store.insert_messages) is cut off after 30 s instead of stalling every relay's sends
+    args = {"server_settings": {"idle_in_transaction_session_timeout": "30000"}} if "asyncpg" in url else {}
+    engine = create_async_engine(url, pool_pre_ping=False, connect_args=args)
     if engine.dialect.name == "sqlite":
         _sqlite_settings(engine.sync_engine, sqlite_synchronous)
     return engine

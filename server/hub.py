@@ -45,6 +45,11 @@ class Connection:
     session: l3.Session | None = None  # level 3: the session key shared with this client
     expiry: asyncio.TimerHandle | None = None  # closes the connection when its token expires
     sid: str | None = None  # the login session of its token (levels 2-4)
+    # Shared database (server.sendpath, ordered delivery): every message for this user with
+    # seq <= delivered has been queued here (None: not known yet); one pull runs at a time.
+    delivered: int | None = None
+    pulling: bool = False
+    pull_again: bool = False
     c2r_seq: int = 0  # level 3: last sequence number received from the client
     r2c_seq: int = 0  # level 3: last sequence number sent to the client
 
@@ -113,6 +118,10 @@ class Hub:
                 if conn is not exclude and conn.enqueue(data(conn) if callable(data) else data):
                     n += 1
         return n
+
+    def of(self, user_id: int) -> list[Connection]:
+        """The connections of ``user_id`` on this relay."""
+        return list(self._conns.get(user_id, ()))
 
     def online(self, user_id: int) -> bool:
         return user_id in self._conns

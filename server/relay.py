@@ -85,6 +85,7 @@ class Relay(SendPath):
         if conn is None:
             return
         self.hub.add(conn)
+        self.pull(conn)  # ordered delivery: what committed while it was being set up
         log.info("ws open user=%s peer=%s level=%d", conn.user, peer, self.settings.level)
         pump = asyncio.create_task(conn.pump())
         try:
@@ -141,6 +142,8 @@ class Relay(SendPath):
                 subject = claims.sub
             async with self.sessions() as db:
                 user = await store.get_user(db, subject)
+                # ordered delivery starts after what is stored now (older: the client's sync)
+                delivered = await store.last_seq_for(db, user.id) if user is not None and self.ordered else None
             if user is None:
                 raise AuthFailed("unknown user", field="sub")
         except E2EEError as exc:
@@ -149,7 +152,8 @@ class Relay(SendPath):
         except WebSocketDisconnect:
             return None
         conn = Connection(ws, user.username, user.id, self.settings.send_queue_frames,
-                          self.settings.send_queue_bytes, session=session, sid=claims.sid if claims else None)
+                          self.settings.send_queue_bytes, session=session, sid=claims.sid if claims else None,
+                          delivered=delivered)
         try:
             await ws.send_text(self._ready(conn, claims.exp if claims else None).decode())
         except WebSocketDisconnect:
@@ -360,6 +364,9 @@ class Relay(SendPath):
             cursor, sent, used = m.seq, sent + 1, used + len(data)
         more = sent < len(page)
         conn.enqueue(frames.encode(frames.Synced(cursor, more)))
+        if self.ordered and not more:  # caught up: live delivery reads on from here
+            conn.delivered = max(conn.delivered or 0, cursor)
+            self.pull(conn)
 
     async def _ack(self, conn: Connection, frame: frames.Ack) -> None:
         acked = await self.writer.run(store.ack_up_to(conn.user_id, frame.seq))

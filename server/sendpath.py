@@ -1,6 +1,20 @@
 """The send path, shared by the websocket and REST: envelope checks, membership from a cache,
 storage through the writer, acks after commit, fan-out to online members (here and, through the
-broker, on other relays) and delivery of what other relays stored."""
+broker, on other relays) and delivery of what other relays stored.
+
+No gaps across relays. A client advances its cursor to the highest ``seq`` it received, so it must
+never receive ``seq`` N before every message for it below N. Alone on its SQLite file a relay
+commits in ``seq`` order and pushes each message as it commits. On a shared database (PostgreSQL)
+two things make that hold whatever the timing of relays and broker notes:
+
+* ``seq`` is assigned in commit order (:func:`server.store.insert_messages` takes an advisory lock
+  before drawing it; the lock is held until the commit), so what any reader sees is always a
+  prefix of the sequence: no transaction still open can commit a smaller ``seq``;
+* delivery is *pulled*: a commit here or a broker note from another relay only wakes the
+  recipients' connections, and each connection reads everything for its user after its own
+  delivery cursor (``Connection.delivered``), in order, from the database (joined with the
+  deliveries table). A lost or late note delays a message; it never makes one skipped.
+"""
 
 from __future__ import annotations
 
@@ -22,6 +36,7 @@ from .settings import Settings
 from .writer import Writer
 
 log = logging.getLogger("e2ee.relay")
+PULL_PAGE = 200
 
 
 def _mid_of(raw: bytes) -> str | None:
@@ -66,6 +81,8 @@ class SendPath:
         self._member_generation = 0
         self.broker = None  # set by the app when --broker is given (server.broker.RedisBroker)
         self.sends = RateLimiter("sends", settings.rate_sends_per_s, settings.rate_sends_burst)
+        self.ordered = not settings.db_url.startswith("sqlite")  # shared database: pulled delivery
+        self._pulls: set[asyncio.Task] = set()
 
     async def accept(self, user: str, user_id: int, conversation: str, raw: bytes,
                      exclude: Connection | None = None) -> frames.Stored:
@@ -167,7 +184,10 @@ class SendPath:
             log.debug("duplicate user=%s seq=%d", user, result.seq)
         else:
             user_ids = [m.user_id for m in members]
-            n = self.hub.deliver(user_ids, self._frame_for(result.seq, cid, user, raw), exclude=exclude)
+            if self.ordered:
+                n = self.pull_for(user_ids)
+            else:
+                n = self.hub.deliver(user_ids, self._frame_for(result.seq, cid, user, raw), exclude=exclude)
             if self.broker is not None:
                 self.broker.publish_message(result.seq, user_ids)
             log.debug("stored seq=%d conv=%s from=%s bytes=%d recipients=%d online=%d",
@@ -187,6 +207,8 @@ class SendPath:
         """Deliver already stored messages to those of ``user_ids`` connected to this relay
         (used for messages stored by another relay), each only if it was stored for that user
         (the deliveries table decides, not the note). Returns the frames queued."""
+        if self.ordered:
+            return self.pull_for(user_ids)
         local = [uid for uid in user_ids if self.hub.online(uid)]
         if not local:
             return 0
@@ -198,6 +220,8 @@ class SendPath:
     async def resync_since(self, since_ms: int) -> int:
         """After a broker outage: send every connected user what was stored for them since
         ``since_ms`` (Unix ms); clients drop what they already have by message id."""
+        if self.ordered:  # every connection reads on from its own cursor
+            return sum(self.pull(conn) for conn in self.hub.all())
         n = 0
         for conn in self.hub.all():
             async with self.sessions() as session:
@@ -239,3 +263,40 @@ class SendPath:
         self.hub.deliver(sorted(set(user_ids)), frames.encode(event))
         if publish and self.broker is not None:
             self.broker.publish_event(sorted(set(user_ids)), event)
+
+    # -- ordered delivery on a shared database ----------------------------------------------------
+    def pull_for(self, user_ids: list[int]) -> int:
+        """Wake the connections of ``user_ids`` here to read what is new for them; how many."""
+        return sum(self.pull(conn) for uid in set(user_ids) for conn in self.hub.of(uid))
+
+    def pull(self, conn: Connection) -> bool:
+        """Make ``conn`` read, in ``seq`` order, every message for its user after its delivery
+        cursor (once more if a read is running already). False if it is not ready for that."""
+        if conn.delivered is None or conn.closing:
+            return False
+        if conn.pulling:
+            conn.pull_again = True
+            return True
+        conn.pulling = True
+        task = asyncio.ensure_future(self._pull(conn))
+        self._pulls.add(task)
+        task.add_done_callback(self._pulls.discard)
+        return True
+
+    async def _pull(self, conn: Connection) -> None:
+        try:
+            while not conn.closing:
+                conn.pull_again = False
+                async with self.sessions() as session:
+                    page = await store.sync_page(session, conn.user_id, conn.delivered, PULL_PAGE)
+                for m in page:
+                    data = self._frame_for(m.seq, m.conversation_id, m.sender, m.envelope)
+                    if not conn.enqueue(data(conn) if callable(data) else data):
+                        return  # a slow reader: closed (1013), it catches up by sync
+                    conn.delivered = m.seq
+                if len(page) < PULL_PAGE and not conn.pull_again:
+                    return
+        except Exception:
+            log.exception("delivery to user=%s failed; the next message or sync retries", conn.user)
+        finally:
+            conn.pulling = False

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam, func, insert, select, tuple_, update
+from sqlalchemy import bindparam, func, insert, select, text, tuple_, update
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
@@ -22,6 +22,7 @@ from shared.errors import Conflict, NotFound
 from .db import Conversation, Delivery, Member, Message, User, UserKey
 
 log = logging.getLogger("e2ee.relay.store")
+COMMIT_ORDER_LOCK = 7265503  # PostgreSQL advisory lock held from drawing message seqs to the commit
 
 
 def now_ms() -> int:
@@ -101,6 +102,12 @@ async def sync_page(session: AsyncSession, user_id: int, after: int, limit: int)
         .limit(limit)
     )
     return [StoredMessage(*r) for r in rows]
+
+
+async def last_seq_for(session: AsyncSession, user_id: int) -> int:
+    """The highest ``seq`` stored for ``user_id`` (0 if none)."""
+    return (await session.execute(select(func.max(Delivery.seq)).where(Delivery.user_id == user_id))
+            ).scalar_one_or_none() or 0
 
 
 async def seq_of(session: AsyncSession, sender_id: int, mid: str) -> int | None:
@@ -219,6 +226,9 @@ def insert_messages(s: Session, items: list[NewMessage]) -> list[StoreResult]:
             first.add(key)
             fresh.append(m)
     if fresh:
+        # seq in commit order across relays: the lock is held until this transaction ends, so no
+        # transaction can still commit a smaller seq once a larger one is visible (server.sendpath)
+        s.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": COMMIT_ORDER_LOCK})
         t = now_ms()
         conn = s.connection()  # Core statements: no ORM bulk-persistence work per row
         messages, deliveries = Message.__table__, Delivery.__table__
