@@ -91,6 +91,8 @@ SUITES: list[Suite] = [
                      "most": 8 if a.quick else 128}),
     Suite("commitment", "what the envelope's key commitment (kc) adds to one seal and one open, in one run",
           "bench.commitment", lambda a: {"n": 300 if a.quick else 5000, "bits": a.bits}),
+    Suite("membership", "membership log: µs to verify a statement, a 100-epoch log, bytes v2 adds per envelope",
+          "bench.membership", lambda a: {"n": _n(a)}),
     Suite("relay", "relay CPU per message and throughput with 50 clients vs a bare echo app",
           "bench.relay_load",
           lambda a: {"clients": a.clients or (6 if a.quick else 50), "messages": a.messages or (10 if a.quick else 200),

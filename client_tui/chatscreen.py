@@ -17,6 +17,7 @@ from textual.widgets import Footer, Label, ListItem, ListView, Static
 
 from shared.errors import E2EEError, EnvelopeTooLarge
 
+from . import audience
 from .connection import PasswordScreen, StateLog, downgraded, needs_password
 from .core import (
     ChatClient,
@@ -232,6 +233,8 @@ class ChatScreen(Screen):
         for ev in events:
             if isinstance(ev, RecordChanged):
                 rec = ev.record
+                if rec.mine and rec.state == "blocked" and rec.reason == "audience_grew":
+                    audience.ask(self, rec)  # members joined since it was written: its author decides
                 if rec.conversation == self.conversation:
                     self.log_view.upsert(rec, self.client.mark(rec))
                     gaps_shown = gaps_shown or rec.sender in self.gaps.get(self.conversation, {})

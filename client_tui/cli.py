@@ -18,7 +18,9 @@ numbers, never message text or keys).
 
 Exit status: 0 done, 1 failed (one line on standard error, never a traceback), 2 usage, 3 blocked
 by a key change waiting for a decision (``keys accept`` or ``keys verify``, after comparing
-fingerprints), 130 interrupted (Ctrl+C, or Ctrl+D at a prompt).
+fingerprints), 4 not sent because members joined the conversation after the message was written
+(``send``: it is never sealed to them without its author; send it again to write it for them),
+130 interrupted (Ctrl+C, or Ctrl+D at a prompt).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from shared.errors import E2EEError
 from shared.keys import fingerprint
 
 from . import keystore, profiles
-from .core import ChatClient, ClientError, Delivered, KeyChangeBlocked, RecordChanged
+from .core import AudienceGrew, ChatClient, ClientError, Delivered, KeyChangeBlocked, RecordChanged
 from .history import Record
 from .inspector import unreadable_text
 from .safe import harmless, one_line
@@ -28,6 +28,7 @@ from .userwords import describe
 
 EXIT_FAILED = 1
 EXIT_BLOCKED = 3
+EXIT_AUDIENCE = 4  # members joined after the message was written: not sent to them without consent
 
 
 def err(text: str) -> None:
@@ -37,6 +38,10 @@ def err(text: str) -> None:
 def fail(exc: BaseException) -> int:
     """Print ``exc`` as one line (no class names, no traceback); the exit status it means."""
     err(describe(exc))
+    if isinstance(exc, AudienceGrew):
+        print(f"  not sent: {one_line(', '.join(exc.users))} joined after it was written; send it again to "
+              "write it for everyone now", file=sys.stderr)
+        return EXIT_AUDIENCE
     if isinstance(exc, KeyChangeBlocked):
         for user in exc.users or ():
             print(f"  review {one_line(user)}'s new key with: e2ee-chat keys show {one_line(user)}; then keys "

@@ -159,7 +159,16 @@ def _main(argv: list[str] | None) -> int:
     parser.add_argument("--data-dir", type=Path, help="folder for the relay and client files (default: a new temp dir)")
     parser.add_argument("--level", type=int, choices=[1, 2, 3, 4],
                         help="run only this level (default: level 4, then the level-3 contrast)")
+    parser.add_argument("--attacks", action="store_true",
+                        help="instead: run the attacks on the trust layer against hostile relays and print a table "
+                             "(status 1 if any attacker read anything); --only NAME... picks some")
+    parser.add_argument("--only", nargs="+", metavar="NAME", help="with --attacks: only these attacks")
     args = parser.parse_args(argv)
+    if args.attacks:
+        from . import attacks
+
+        return attacks.main([*(["--only", *args.only] if args.only else []),
+                             *(["--data-dir", str(args.data_dir)] if args.data_dir else [])])
     console = Console()
     if not console.is_terminal:
         console = Console(width=120)  # piped output: do not wrap paths and texts at 80 columns

@@ -158,6 +158,7 @@ class Membership:
             await self._compare(cid, chain, claimed)
             if chain.head is not None and chain.head is not before:
                 self._remember(chain.head)
+                await self._keep(chain)
             return chain
 
     async def _compare(self, cid: str, chain: Chain, claimed: tuple) -> None:
@@ -168,7 +169,10 @@ class Membership:
         try:
             if known is not None:
                 check_continuity(chain, known["ep"], known["hash"])
-            if isinstance(claimed[0], int) and claimed[0] <= head.ep and chain.at(claimed[0]).hash != claimed[1]:
+            if isinstance(claimed[0], int) and claimed[0] < head.ep:
+                raise MembershipFork(f"the relay's log ends at epoch {claimed[0]}; epoch {head.ep} was verified here",
+                                     field="ep")
+            if isinstance(claimed[0], int) and claimed[0] == head.ep and head.hash != claimed[1]:
                 raise MembershipFork(f"the relay's head for epoch {claimed[0]} is not the statement verified here",
                                      field="ep")
         except MembershipFork as exc:
@@ -177,6 +181,33 @@ class Membership:
         if isinstance(claimed[0], int) and claimed[0] > head.ep:
             exc = MembershipWithheld(f"the relay says epoch {claimed[0]}, shows {head.ep}", field="ep")
             await self._warn(cid, f"withheld:{claimed[0]}", "relay", lines.withheld(claimed[0], head.ep), exc)
+
+    async def _keep(self, chain: Chain) -> None:
+        """Keep the verified statements in the history cache, so the log is there after a restart
+        without the relay (:meth:`_restore`)."""
+        if self.client.history is not None:
+            await self.client.history.set_meta(**{f"membership:{chain.cid}": [st.signed for st in chain.statements]})
+
+    async def _restore(self, cid: str) -> Chain | None:
+        """The log verified in an earlier session, from the history cache: accepted only if its
+        statements link by hash (``prev``) from a creation up to the head kept in the sealed trust
+        store, so nothing in it can have changed. None if there is none or it does not link."""
+        known, history = self._heads.get(cid), self.client.history
+        if known is None or history is None:
+            return None
+        try:
+            statements = [membership.parse(t) for t in (await history.meta()).get(f"membership:{cid}", [])]
+        except E2EEError:
+            return None
+        linked = all(st.cid == cid and st.ep == i and st.prev == (statements[i - 1].hash if i else None)
+                     for i, st in enumerate(statements))
+        if not statements or not linked or (statements[-1].ep, statements[-1].hash) != (known["ep"], known["hash"]):
+            log.warning("the membership log of %s kept on this machine does not match its verified head", cid)
+            return None
+        chain = self.chains[cid] = Chain(cid)
+        chain.statements = statements
+        self._adopt(chain.head)
+        return chain
 
     def _remember(self, head: Statement) -> None:
         known = self._heads.get(head.cid)
@@ -195,6 +226,7 @@ class Membership:
                 await self._system(st.cid, lines.line_id(added), added.actor, lines.verified(added, prev), added.ts,
                                    {"ep": added.ep, "op": added.op, "hash": added.hash, "verified": True})
             self._remember(st)
+            await self._keep(chain)
 
     async def _extend(self, chain: Chain, signed: list[str]) -> bool:
         """Verify ``signed`` onto ``chain``; show each new statement; warn at the first that fails
@@ -276,10 +308,11 @@ class Membership:
 
     async def _warn(self, cid: str, key: str, actor: str, text: str, exc: E2EEError) -> None:
         """Show a warning line once (remembered across restarts) and log it."""
-        log.warning("membership of %s: %s (%s)", cid, exc.message, exc.code)
         seen = self._warned.setdefault(cid, [])
         if key in seen:
+            log.info("membership of %s: %s (%s), again", cid, exc.message, exc.code)
             return
+        log.warning("membership of %s: %s (%s)", cid, exc.message, exc.code)
         seen.append(key)
         del seen[:-MAX_WARNINGS]
         self._save()
@@ -320,8 +353,14 @@ class Membership:
         if claimed is not None and claimed[0] is None:
             raise LegacyConversation("this conversation predates signed membership: it is read-only; "
                                      "start a new one", field="conversation")
+        if chain is None:
+            chain = await self._restore(cid)
         if chain is None or chain.head is None or claimed is None or claimed != (chain.head.ep, chain.head.hash):
-            chain = await self.sync(cid)
+            try:
+                chain = await self.sync(cid)
+            except ClientError as exc:  # offline: the log verified before (a message written now is sealed
+                if exc.code not in ("unreachable", "offline") or chain is None:  # to it, checked again on sending)
+                    raise
         head, claimed = chain.head, self.claimed.get(cid)
         if head is None:
             raise MembershipWithheld("no statement of this conversation's log verifies", field="ep")
@@ -330,8 +369,9 @@ class Membership:
         # (A statement shown for it that did not verify is ignored: sealing to the verified epoch
         # reaches only verified members. A fork or an older log: the relay will refuse what this
         # seals, and the user was warned.)
+        known = self._heads.get(cid, {}).get("ep", -1)  # verified before (a restart, then an older log)
         newer = max(claimed[0] if claimed and isinstance(claimed[0], int) and not self._refused.get(cid) else -1,
-                    self._evidence.get(cid, -1))
+                    self._evidence.get(cid, -1), known)
         if newer > head.ep:
             raise MembershipWithheld(lines.withheld(newer, head.ep), field="ep")
         if head.member(self.client.username) is None:
@@ -390,7 +430,7 @@ class Membership:
         c = self.client
         if c.identity is not None and not {i.wrap_kid for i in (c.identity, *c.retired)} & set(header.rkids):
             raise NotARecipient("no recipient entry for my key id", field="recipients")  # as open() would
-        chain = self.chains.get(header.cid)
+        chain = self.chains.get(header.cid) or await self._restore(header.cid)
         if chain is None or chain.at(header.ep) is None:
             try:
                 chain = await self.sync(header.cid)

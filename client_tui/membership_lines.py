@@ -66,3 +66,25 @@ def unseen(sender: str, ep: int, verified_ep: int) -> str:
 def legacy() -> str:
     return ("this conversation was made before signed membership: its members cannot be verified, so it "
             "is read-only. Start a new conversation to keep talking.")
+
+
+WARNING_WORDS = {
+    "statement_signature_invalid": "ignored a change whose signature does not verify",
+    "actor_not_member": "ignored a change made by someone who is not a member",
+    "actor_key_mismatch": "ignored a change signed with a key the log does not name",
+    "epoch_skipped": "ignored a change that does not follow the log",
+    "chain_broken": "ignored a change that does not follow the log",
+    "conversation_mismatch": "ignored a change that belongs to another conversation",
+    "policy_violation": "ignored a change its author may not make",
+    "statement_malformed": "ignored a malformed change",
+    "membership_fork": "the relay's log contradicts the one verified here (a fork, or an older log)",
+    "membership_withheld": "the relay withholds a change of the members",
+    "epoch_mismatch": "a message was sealed to a change the relay does not show",
+    "invalid_request": "made before signed membership: read-only",
+}
+
+
+def warning_words(code: str) -> str:
+    """A warning line's gist in a few plain words (the attacks table, notifications)."""
+    return WARNING_WORDS.get(code, "a change of the members could not be verified")
+

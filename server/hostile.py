@@ -38,6 +38,10 @@ Modes (``MODE`` or ``MODE:ARG``; each attack is logged as a warning naming seq, 
                 before any fan-out or ack
 ============== ==========================================================================================
 
+The membership modes (``member-insert``, ``drop-removal``, ``fork``, ``replay-statement``) are in
+``server/hostile_membership.py``: they lie in the log and the conversation list the relay serves,
+and hand messages to someone who is not a member.
+
 The modes that need membership or key ids (``move``, ``sender``, ``sender-header``, ``strip``) read
 the relay's SQLite file; with another database they refuse to start.
 """
@@ -52,6 +56,7 @@ import os
 import re
 import signal
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import msgspec
@@ -59,6 +64,9 @@ import msgspec
 from shared import frames
 from shared.b64 import b64u_decode, b64u_encode
 from shared.errors import E2EEError
+
+from .hostile_membership import MODES as MEMBERSHIP_MODES
+from .hostile_membership import MembershipAttacks
 
 log = logging.getLogger("e2ee.relay.hostile")
 
@@ -68,10 +76,11 @@ MODES = {
     "key-mid": "mallory", "key-name": "mallory", "key-swap": "mallory,carol", "key-retired": None,
     "lose-ack": None, "crash": "1",
 }
+MODES.update(MEMBERSHIP_MODES)
 """Every mode and its default argument (None: takes no argument)."""
 
 KEY_MODES = ("key-first", "key-mid", "key-name", "key-swap", "key-retired")
-DB_MODES = ("move", "sender", "sender-header", "strip", "key-retired")
+DB_MODES = ("move", "sender", "sender-header", "strip", "key-retired", *MEMBERSHIP_MODES)
 CLOSE_LOST = 1012
 DAY_MS = 86_400_000
 _KEYS_PATH = re.compile(r"^/v1/users/([^/]+)/keys$")
@@ -210,6 +219,7 @@ class _Wire:
     user: str = "?"
     held: dict[tuple[str, str], tuple[int, str]] = field(default_factory=dict)
     cut: bool = False  # the hostile relay closed it: later frames go nowhere
+    send: Callable | None = None  # its ASGI send (the membership modes hand others' frames to it)
 
 
 class HostileRelay:
@@ -231,9 +241,13 @@ class HostileRelay:
         self._fetched: dict[tuple[str, str], int] = {}
         self._acks_lost: set[str] = set()
         self._dir: _Directory | None = None
+        self._members: MembershipAttacks | None = None
         if self.mode in DB_MODES:
             check(settings.hostile, settings.db_url)
             self._dir = _Directory(settings.db_url.removeprefix("sqlite+aiosqlite:///"))
+        if self.mode in MEMBERSHIP_MODES:
+            self._members = MembershipAttacks(self, self.mode, self.arg, settings.db_url.removeprefix(
+                "sqlite+aiosqlite:///"))
         for line in (
             "=" * 78,
             f"HOSTILE RELAY, mode {settings.hostile!r}: this relay ATTACKS ITS OWN CLIENTS.",
@@ -245,7 +259,7 @@ class HostileRelay:
     # -- ASGI --------------------------------------------------------------------------------------
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] == "websocket":
-            wire = _Wire()
+            wire = _Wire(send=send)
 
             async def hostile_send(message) -> None:
                 if wire.cut:
@@ -257,10 +271,15 @@ class HostileRelay:
                             await send({"type": "websocket.close", "code": CLOSE_LOST, "reason": "connection lost"})
                             return
                         await send({"type": "websocket.send", "text": text})
+                        if self._members is not None:
+                            await self._members.after_send(wire, text)
                     return
                 await send(message)
 
             return await self.app(scope, receive, hostile_send)
+        if scope["type"] == "http" and self._members is not None and scope["method"] == "GET" and \
+                await self._members.http(scope, receive, send, _token_subject(scope)):
+            return None
         if scope["type"] == "http" and self.mode in KEY_MODES and scope["method"] == "GET":
             m = _KEYS_PATH.match(scope["path"])
             if m:
@@ -285,7 +304,7 @@ class HostileRelay:
             self._acks_lost.add(wire.user)
             self._attack("withheld the ack of seq=%d to %s and cut the connection", frame.seq, wire.user)
             return [None]
-        if not isinstance(frame, frames.Message):
+        if not isinstance(frame, frames.Message) or self._members is not None:
             return [text]
         raw = bytes(frame.envelope)
         try:

@@ -65,8 +65,9 @@ def screen_ready(app, kind, focus: str | None = None) -> bool:
 
 class Hostile:
     """A relay that is not there: the test hands frames to the client's frame handler directly,
-    so it can rewrite, drop, replay or re-route envelopes at will. ``conv`` has a verified
-    membership log (alice created it with bob and carol), already known to the client."""
+    so it can rewrite, drop, replay or re-route envelopes at will. Each conversation it seals for
+    has a verified membership log (alice created it; ``conv`` with bob and carol, another one with
+    the members of its first envelope), already known to the client."""
 
     def __init__(self, client: ChatClient, ids: dict[str, Identity], conv: str = "conv-1") -> None:
         self.client = client
@@ -74,25 +75,38 @@ class Hostile:
         self.conv = conv
         self.seq = 0
         self.ctr: dict[str, int] = {}
-        self.log = [membership.create(ids["alice"], conv, "hostile",
-                                      [membership.member_of(ids[n].public) for n in ("alice", "bob", "carol")])]
-        chain = client.membership.chains[conv] = Chain(conv)
-        chain.extend(self.log, lambda user, kid: ids[user].public.sign_key)
-        client.membership.claimed[conv] = (chain.head.ep, chain.head.hash)
+        self.logs: dict[str, list[membership.Statement]] = {}
+        self.log = self.log_of(conv, ["alice", "bob", "carol"])
+
+    def log_of(self, conv: str, members: list[str]) -> list[membership.Statement]:
+        """The log of ``conv`` (made, and given to the client as verified, on first use)."""
+        if conv not in self.logs:
+            names = sorted({"alice", *members})
+            self.logs[conv] = [membership.create(self.ids["alice"], conv, conv,
+                                                 [membership.member_of(self.ids[n].public) for n in names])]
+            chain = self.client.membership.chains[conv] = Chain(conv)
+            chain.extend(self.logs[conv], lambda user, kid: self.ids[user].public.sign_key)
+            self.client.membership.claimed[conv] = (chain.head.ep, chain.head.hash)
+        return self.logs[conv]
+
+    def epoch_of(self, conv: str | None = None) -> dict:
+        """``epoch``/``head`` of the newest statement of ``conv``'s log, for ``envelope.seal``."""
+        head = self.logs[conv or self.conv][-1]
+        return {"epoch": head.ep, "head": head.hash}
 
     @property
     def epoch(self) -> dict:
-        """``epoch``/``head`` of the log's newest statement, for ``envelope.seal``."""
-        return {"epoch": self.log[-1].ep, "head": self.log[-1].hash}
+        return self.epoch_of(self.conv)
 
     def seal(self, sender: str, text: str, *, to: list[str] | None = None, conv: str | None = None,
              ctr: int | None = None) -> bytes:
         conv = conv or self.conv
-        to = to or list(self.log[-1].usernames)
+        log = self.log_of(conv, to or [sender, self.client.username])
+        to = to or list(log[-1].usernames)
         if ctr is None:
             ctr = self.ctr[sender] = self.ctr.get(sender, 0) + 1
         return envelope.seal(text, self.ids[sender], conv, [self.ids[u].public for u in to], counter=ctr,
-                             **self.epoch)
+                             **self.epoch_of(conv))
 
     async def deliver(self, data: bytes, *, sender: str, conv: str | None = None, seq: int | None = None) -> int:
         if seq is None:
