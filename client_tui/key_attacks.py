@@ -16,10 +16,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import httpx2
@@ -31,6 +29,7 @@ from shared.b64 import b64u_decode, b64u_encode
 from shared.errors import E2EEError
 from shared.keys import Identity, PublicIdentity
 
+from .attacks import Outcome
 from .contacts import KeyNotShown
 from .core import ChatClient, KeyChanged
 from .relayproc import RelayProcess
@@ -41,17 +40,6 @@ FAST_RELAY = {"E2EE_ARGON2_TIME_COST": "1", "E2EE_ARGON2_MEMORY_KIB": "8192", "E
 FAST_KDF = {"iterations": 1, "memory_kib": 8192, "lanes": 1}
 PASSWORD = "attack demo password"  # noqa: S105 - throwaway demo accounts
 _OAEP = padding.OAEP(mgf=padding.MGF1(algorithm=hashes.SHA256()), algorithm=hashes.SHA256(), label=None)
-
-
-@dataclass(frozen=True)
-class AttackResult:
-    """One attack: ``attack`` what was tried, ``shown`` what the user saw (plain words), ``held``
-    whether every promise held."""
-
-    name: str
-    attack: str
-    shown: str
-    held: bool
 
 
 class _Stage:
@@ -78,7 +66,7 @@ class _Stage:
         self.relay.stop()
 
 
-async def key_name(root: Path) -> AttackResult:
+async def key_name(root: Path) -> Outcome:
     stage = _Stage(root, "key-name:mallory")
     try:
         await stage.user("mallory")
@@ -90,12 +78,13 @@ async def key_name(root: Path) -> AttackResult:
         except E2EEError as exc:
             shown, refused = exc.message, exc.code == "key_answer_mismatch"
         held = refused and set(alice.contacts) == {"alice"}
-        return AttackResult("key-name", "the relay answered a key fetch for carol with mallory's keys", shown, held)
+        return Outcome("key-name", "answered alice's key fetch for carol with mallory's keys, under mallory's name",
+                       {"alice": shown}, attacker="the relay", read=None, held=held)
     finally:
         await stage.close()
 
 
-async def key_swap(root: Path) -> AttackResult:
+async def key_swap(root: Path) -> Outcome:
     stage = _Stage(root, "key-swap:mallory,carol")
     try:
         for name in ("mallory", "carol", "bob"):
@@ -112,13 +101,13 @@ async def key_swap(root: Path) -> AttackResult:
             shown, refused = exc.message, True
         c = alice.contacts["bob"]
         held = refused and not c.verified and c.previous == []
-        return AttackResult("key-swap", "the relay swapped bob's key at the moment alice pressed Mark verified",
-                            shown, held)
+        return Outcome("key-swap", "served mallory's keys as bob's, then carol's while alice compared the number "
+                       "and pressed Mark verified", {"alice": shown}, attacker="the relay", read=None, held=held)
     finally:
         await stage.close()
 
 
-async def key_retired(root: Path) -> AttackResult:
+async def key_retired(root: Path) -> Outcome:
     stage = _Stage(root, "key-retired")
     try:
         alice = await stage.user("alice")
@@ -144,7 +133,9 @@ async def key_retired(root: Path) -> AttackResult:
         held = rollback and rec is not None and rec.text is None and rec.reason == "retired_sender_key"
         shown = (f"rollback refused; the thief's message: could not verify ({rec.reason if rec else 'missing'}: "
                  "signed by a key bob replaced)")
-        return AttackResult("key-retired", "the relay served bob's retired key; a thief sent with it", shown, held)
+        return Outcome("key-retired", "served bob's retired keys after his rotation; a thief with bob's old key and "
+                       "password sent as bob", {"alice": shown}, attacker="the relay and a key thief", read=None,
+                       held=held)
     finally:
         await stage.close()
 
@@ -184,7 +175,7 @@ def equivocating_envelope(template: bytes, sender: Identity, honest: PublicIdent
     return json.dumps(out, separators=(",", ":")).encode(), cek, other
 
 
-async def equivocation(root: Path) -> AttackResult:
+async def equivocation(root: Path) -> Outcome:
     stage = _Stage(root, None)
     try:
         alice = await stage.user("alice")
@@ -212,23 +203,16 @@ async def equivocation(root: Path) -> AttackResult:
             await again.wait_synced()
             recs[c.username] = await again.history.by_seq(seq)
         opened = [n for n, r in recs.items() if r is not None and r.text is not None]
-        refused = [f"{n}: could not verify ({r.reason})" for n, r in recs.items() if r is not None and r.text is None]
         held = len(opened) <= 1 and all(r is not None for r in recs.values())
-        shown = f"opened for {', '.join(opened) or 'nobody'}; " + "; ".join(refused)
-        return AttackResult("equivocation", "alice wrapped different content keys for bob and carol under one "
-                            "signed envelope that AES-GCM opens under both", shown, held)
+        shown = {n: "read it" if r.text is not None else f"could not verify ({r.reason})" for n, r in recs.items()}
+        return Outcome("equivocation", "(honest relay) alice, a member, wrapped different content keys for bob and "
+                       "carol under one signed envelope that AES-GCM opens under both", shown,
+                       attacker="a hostile sender", read=None, held=held, details={"opened": opened})
     finally:
         await stage.close()
 
 
-ATTACKS: dict[str, Callable[[Path], Awaitable[AttackResult]]] = {
+ATTACKS: dict[str, Callable[[Path], Awaitable[Outcome]]] = {
     "key-name": key_name, "key-swap": key_swap, "key-retired": key_retired, "equivocation": equivocation,
 }
-"""The key attacks by name, in the order the demo runs them."""
-
-
-async def run_all(root: Path | None = None) -> list[AttackResult]:
-    """Run every key attack, each in its own folder under ``root`` (a new temp folder by default)."""
-    with tempfile.TemporaryDirectory(prefix="e2ee-attacks-") as tmp:
-        base = Path(root or tmp)
-        return [await attack(base / name) for name, attack in ATTACKS.items()]
+"""The key attacks by name, in the order ``e2ee-demo --attacks`` runs them (``client_tui.attacks``)."""

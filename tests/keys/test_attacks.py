@@ -10,5 +10,6 @@ from client_tui import key_attacks
 @pytest.mark.parametrize("name", list(key_attacks.ATTACKS))
 async def test_each_key_attack_holds(tmp_path, name):
     result = await key_attacks.ATTACKS[name](tmp_path)
-    assert result.held, result
-    assert result.shown and result.attack
+    assert result.ok and result.held, result
+    assert result.shown and result.relay_did and result.name == name
+    assert all(words for words in result.shown.values())
