@@ -189,7 +189,7 @@ async def refresh(ms: Membership) -> dict[str, list[str]]:
             if "legacy" not in ms._warned.get(cid, []):
                 await ms._warn(cid, "legacy", "relay", lines.legacy(), InvalidRequest("no membership log"))
             continue
-        head = ms.head(cid)
+        head = ms.head(cid) or getattr(await ms._restore(cid), "head", None)  # the log kept here, if it links
         if head is None or (head.ep, head.hash) != ms.claimed[cid]:
             try:
                 await ms.sync(cid)

@@ -1,7 +1,7 @@
 """The client and the membership log (client_tui/membership*.py) against a real relay: no message is
 re-addressed to people it was not written for without its author; every change is a line naming its
 actor, verified; verified heads outlive a restart, so a relay that rolls the log back is noticed and
-nothing is sealed to the older member list; a conversation from before the log is read-only."""
+what is sealed goes to the verified member list only; a conversation from before the log is read-only."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from client_tui import commands
 from client_tui.core import AudienceGrew, RecordChanged
 from client_tui.errors import ClientError
 from shared import envelope
-from shared.errors import LegacyConversation, MembershipWithheld
+from shared.errors import LegacyConversation
 from tests.conftest import PASSWORD
 from tests.e2e_helpers import messages_of, next_message
 
@@ -108,7 +108,7 @@ async def test_every_change_is_a_line_naming_its_actor_verified(make_client):
     assert err.value.code in ("actor_not_member", "forbidden")
 
 
-async def test_a_log_rolled_back_after_a_restart_is_noticed_and_nothing_is_sealed(make_client, relay):
+async def test_a_log_rolled_back_after_a_restart_is_noticed_and_the_older_list_is_not_sealed_to(make_client, relay):
     alice, bob, carol = [await make_client(n) for n in ("alice", "bob", "carol")]
     conv = await alice.create_conversation("team", ["bob", "carol"])
     await alice.change_members(conv, remove=["carol"])
@@ -132,9 +132,16 @@ async def test_a_log_rolled_back_after_a_restart_is_noticed_and_nothing_is_seale
     warning = [r for r in await again.load_history(conv) if r.state == "system" and r.info.get("warning")]
     assert [r.info["warning"] for r in warning] == ["membership_fork"]
     assert "epoch 1 was verified here" in warning[0].info["detail"]
-    with pytest.raises(MembershipWithheld):  # the verified head (without carol) is not what the relay serves
-        await again.recipients_for(conv)
-    assert carol  # she would have been in the older member list
+    audience = await again.recipients_for(conv)  # the verified head, kept here: carol is not in it
+    assert (audience.epoch, audience.members) == (1, ("alice", "bob"))
+    await again.connect()
+    with pytest.raises(ClientError) as err:  # the relay, rolled back, stores nothing sealed to epoch 1
+        await again.send_text(conv, "not for carol")
+    assert err.value.code == "epoch_stale"
+    db = sqlite3.connect(relay.data_dir / "relay.db")
+    assert db.execute("SELECT count(*) FROM messages").fetchone()[0] == 0
+    db.close()
+    assert carol  # she is in the relay's older member list, and got nothing
 
 
 async def test_a_conversation_from_before_the_log_is_read_only(make_client, relay):
