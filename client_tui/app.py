@@ -23,6 +23,8 @@ from .chatscreen import ChatScreen
 from .core import ChatClient
 from .login import LoginScreen
 from .messagelog import MessageLog
+from .notify import Notifier
+from .prefs import Prefs
 from .safe import harmless, toast
 from .screens import HelpScreen
 from .userwords import describe
@@ -41,6 +43,9 @@ HELP_TEXT = {
     "new_conversation": "New conversation",
     "members": "Add or remove members of this conversation",
     "escape": "Close the inspector",
+    "settings": "Settings: theme, notifications, mute this conversation",
+    "slash": "Search your messages on this machine (also Ctrl+F; a / inside a message is typed)",
+    "reconnect": "Reconnect now (after a refused password: type it again)",
 }
 
 
@@ -74,6 +79,8 @@ class ChatApp(App):
         self._login_defaults = {"server": server, "username": username, "profile_root": profile_root, "kdf": kdf,
                                 "cafile": cafile}
         self.chat: ChatScreen | None = None
+        self.prefs = Prefs()
+        self.notifier = Notifier(self.prefs, self.write_terminal)
         self.freeze_gc = True
         self._frozen = False
 
@@ -113,10 +120,29 @@ class ChatApp(App):
 
     def _open_chat(self) -> None:
         assert self.client is not None
+        self.prefs = Prefs.load(self.prefs_path)
+        self.theme = self.prefs.theme
+        self.notifier = Notifier(self.prefs, self.write_terminal)
         self.chat = ChatScreen(self.client, self.conversation)
         self.push_screen(self.chat)
         self.run_worker(self._session(), name="session", exclusive=True, group="session")
         self.call_after_refresh(self._freeze_heap)
+
+    @property
+    def prefs_path(self) -> Path:
+        assert self.client is not None
+        return self.client.profile / "settings.json"
+
+    def save_prefs(self) -> None:
+        try:
+            self.prefs.save(self.prefs_path)
+        except OSError as exc:
+            toast(self, f"settings not saved: {describe(exc)}", severity="error")
+
+    def write_terminal(self, text: str) -> None:
+        """Write control text (bell, OSC 9) to the terminal, between Textual's frames."""
+        if not self.is_headless and self._driver is not None:
+            self._driver.write(text)
 
     def _freeze_heap(self) -> None:
         """Move everything alive after start-up out of the garbage collector's reach.
@@ -197,6 +223,8 @@ class ChatApp(App):
         yield SystemCommand("Inspector", "Show what the relay stored for the selected message and what it cost",
                             chat.action_toggle_inspector)
         yield SystemCommand("Reconnect now", "Skip the reconnect wait", chat.action_reconnect)
+        yield SystemCommand("Search messages", "Search your decrypted history on this machine", chat.action_search)
+        yield SystemCommand("Settings", "Theme, notifications, mute this conversation", chat.action_settings)
         yield SystemCommand("Help", "Every key binding", self.action_help)
         for user in chat.client.blocked_by(chat.conversation):
             yield SystemCommand(f"Review {user}'s new key", "Compare fingerprints, then accept or verify",
@@ -207,4 +235,8 @@ class ChatApp(App):
             gc.unfreeze()
             self._frozen = False
         if self.client is not None:
+            history = self.client.history
+            if history is not None:  # what was read is read after a restart, however fast the quit
+                for cid, n in list(self.client.unread.items()):
+                    await history.set_unread(cid, n)
             await self.client.close()

@@ -34,6 +34,7 @@ from .core import (
 from .history import Record
 from .inspector import inspect_record
 from .messagelog import MAX_ROWS, MessageLog
+from .prefs import SettingsScreen
 from .safe import one_line, plain, toast
 from .screens import ContactScreen, MembersScreen, NewConversationScreen
 from .search import SearchScreen
@@ -62,6 +63,7 @@ class ChatScreen(Screen):
         Binding("alt+down", "switch_conversation(1)", "Next chat", show=False, priority=True),
         Binding("ctrl+r", "reconnect", "Reconnect now", show=False, priority=True),
         Binding("ctrl+f", "search", "Search", show=False, priority=True),
+        Binding("f3", "settings", "Settings", priority=True),
         Binding("slash", "slash", "Search", priority=True),
         Binding("escape", "escape", "Close inspector", show=False),
     ]
@@ -105,6 +107,7 @@ class ChatScreen(Screen):
         self.query_one("#inspector").display = False
         self.query_one("#composer", Composer).focus()
         self.update_status()
+        self.log_view.hint = "No conversation yet: Ctrl+N starts one (F1: help)"
         self.rebuild_conversations()
         if self.conversation:
             self.open_conversation(self.conversation)
@@ -165,6 +168,8 @@ class ChatScreen(Screen):
             t.append(f"  {n}", style="bold reverse")
         if c.blocked_by(cid):
             t.append(" ⚠", style="bold yellow")
+        if cid in self.app.prefs.muted:
+            t.append(" (muted)", style="dim")
         return t
 
     def rebuild_conversations(self) -> None:
@@ -199,6 +204,7 @@ class ChatScreen(Screen):
         self.conversation = cid
         self.client.mark_read(cid)
         self._update("#title", self.title_text())
+        self.log_view.hint = "No messages yet: type below, Enter sends (F1: help)"
         self.log_view.clear()
         self.update_banner()
         self.refresh_conversation_labels()
@@ -235,6 +241,9 @@ class ChatScreen(Screen):
                 rec = ev.record
                 if rec.mine and rec.state == "blocked" and rec.reason == "audience_grew":
                     audience.ask(self, rec)  # members joined since it was written: its author decides
+                if ev.new and not rec.mine:
+                    self.app.notifier.message(rec, self.client.titles.get(rec.conversation, rec.conversation),
+                                              open_conversation=self.conversation, focused=self.app.app_focus)
                 if rec.conversation == self.conversation:
                     self.log_view.upsert(rec, self.client.mark(rec))
                     gaps_shown = gaps_shown or rec.sender in self.gaps.get(self.conversation, {})
@@ -429,6 +438,18 @@ class ChatScreen(Screen):
             composer = self.query_one("#composer", Composer)
             return not (composer.has_focus and composer.text) and isinstance(self.app.screen, ChatScreen)
         return True
+
+    def on_key(self, event) -> None:
+        self.app.notifier.touched()  # the user is here: the open conversation does not notify
+
+    def action_settings(self) -> None:
+        """F3: theme, notifications, mute this conversation (saved when the dialog closes)."""
+        def done(_: bool | None) -> None:
+            self.app.save_prefs()
+            self.refresh_conversation_labels()
+
+        title = self.client.titles.get(self.conversation, self.conversation)
+        self.app.push_screen(SettingsScreen(self.app.prefs, self.conversation, title), done)
 
     def action_slash(self) -> None:
         self.action_search()

@@ -40,6 +40,22 @@ MARK_GLYPH = {
     "previous": ("↺ signed by a previous key", "yellow"),
     "unreadable": ("✖", "bold red"),
 }
+def day_label(ts_ms: int) -> str:
+    """The day separator's words for a time in ms: Today, Yesterday, "Monday 30 November", or with
+    the year when it is not this year (local time)."""
+    if not ts_ms:
+        return ""
+    t, now = time.localtime(ts_ms / 1000), time.localtime()
+    days = (time.mktime((now.tm_year, now.tm_mon, now.tm_mday, 12, 0, 0, 0, 0, -1)) -
+            time.mktime((t.tm_year, t.tm_mon, t.tm_mday, 12, 0, 0, 0, 0, -1))) / 86400
+    if round(days) == 0:
+        return "Today"
+    if round(days) == 1:
+        return "Yesterday"
+    words = f"{time.strftime('%A', t)} {t.tm_mday} {time.strftime('%B', t)}"
+    return words if t.tm_year == now.tm_year else f"{words} {t.tm_year}"
+
+
 @dataclass
 class Row:
     """One entry of the log: a message record, or a notice (``record`` is None)."""
@@ -53,6 +69,7 @@ class Row:
     lines: list[Strip] = field(default_factory=list)
     width: int = -1
     rendered: int = -1
+    context: tuple = ()  # (day separator, gap before) it was drawn with: they depend on the row above
 
 
 class MessageLog(ScrollView, can_focus=True):
@@ -64,7 +81,7 @@ class MessageLog(ScrollView, can_focus=True):
 
     COMPONENT_CLASSES = {
         "messagelog--time", "messagelog--sender", "messagelog--me", "messagelog--selected",
-        "messagelog--notice", "messagelog--unreadable",
+        "messagelog--notice", "messagelog--unreadable", "messagelog--day",
     }
     BINDINGS = [
         Binding("up", "select(-1)", "Previous message", show=False),
@@ -99,6 +116,8 @@ class MessageLog(ScrollView, can_focus=True):
         """The view shows the newest line and keeps showing it as lines arrive (until the user
         scrolls up or selects an older message). A resize never changes it."""
         self._styles: dict[str, Style] = {}
+        self.hint = ""
+        """Shown in the middle of an empty list (what to do next)."""
 
     # -- the model ---------------------------------------------------------------------------------
     @property
@@ -200,10 +219,11 @@ class MessageLog(ScrollView, can_focus=True):
             self._render_width, start = width, 0
         del self._offsets[start:]
         y = self._offsets[start - 1] + len(self.rows[start - 1].lines) if start > 0 else 0
-        for row in self.rows[start:]:
-            if row.width != width or row.version != row.rendered:
-                row.lines = self._render_row(row, width)
-                row.width, row.rendered = width, row.version
+        for i in range(start, len(self.rows)):
+            row, context = self.rows[i], self._row_context(i)
+            if row.width != width or row.version != row.rendered or row.context != context:
+                row.lines = self._render_row(row, width, context)
+                row.width, row.rendered, row.context = width, row.version, context
             self._offsets.append(y)
             y += len(row.lines)
         self._total = y
@@ -276,11 +296,30 @@ class MessageLog(ScrollView, can_focus=True):
             self._styles[name] = style
         return style
 
-    def _render_row(self, row: Row, width: int) -> list[Strip]:
+    def _row_context(self, i: int) -> tuple[str, bool]:
+        """(the day separator drawn above row ``i``, or ""; a blank line above it: the sender changed)."""
+        r = self.rows[i].record
+        if r is None:
+            return ("", False)
+        prev = next((self.rows[j].record for j in range(i - 1, -1, -1) if self.rows[j].record is not None), None)
+        day = day_label(r.ts)
+        if prev is None or day_label(prev.ts) != day:
+            return (day, False)
+        return ("", prev.sender != r.sender)
+
+    def _render_row(self, row: Row, width: int, context: tuple = ("", False)) -> list[Strip]:
         console = self.app.console
+        base = self._style("")
         if row.record is None:
             text = Text(harmless(row.notice), style=self._style("messagelog--notice"))
-            return [Strip(line.render(console), line.cell_len) for line in text.wrap(console, width)]
+            return [Strip(line.render(console), line.cell_len).apply_style(base) for line in text.wrap(console, width)]
+        day, gap = context
+        above: list[Strip] = []
+        if day:
+            label = Text(f" {day} ".center(width, "─"), style=self._style("messagelog--day"))
+            above.append(Strip(label.render(console), label.cell_len).apply_style(base))
+        elif gap:
+            above.append(Strip.blank(width, base))
         r = row.record
         stamp = time.strftime("%H:%M", time.localtime(r.ts / 1000)) if r.ts else "--:--"
         glyph, gstyle = MARK_GLYPH.get(row.mark, ("·", "dim"))
@@ -300,22 +339,29 @@ class MessageLog(ScrollView, can_focus=True):
             sglyph, sstyle = STATE_GLYPH[r.state]
             body.append(f"  {sglyph}", style=sstyle)
         body_lines = body.wrap(console, max(10, width - indent))
-        strips = []
-        for n, line in enumerate(body_lines):
+        strips = above
+        for n, line in enumerate(body_lines or [Text()]):
             head = prefix if n == 0 else Text(" " * indent)
             full = Text.assemble(head, line)
-            strips.append(Strip(full.render(console), full.cell_len))
-        return strips or [Strip(prefix.render(console), prefix.cell_len)]
+            strips.append(Strip(full.render(console), full.cell_len).apply_style(base))  # the pane's background
+        return strips
 
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
         line_no = scroll_y + y
         width = self.scrollable_content_region.width or self.size.width
         base = self._style("")
+        if not self.rows and self.hint and y == max(0, self.size.height // 3):
+            hint = Text(self.hint.center(width), style=self._style("messagelog--notice"))
+            return Strip(hint.render(self.app.console), hint.cell_len).crop_extend(0, width, base).apply_style(base)
         if not self.rows or line_no >= self._total:
             return Strip.blank(width, base)
         i = bisect.bisect_right(self._offsets, line_no) - 1
         row = self.rows[i]
+        if row.rendered != row.version:  # restyled (theme, focus tint): same lines, new colours
+            lines = self._render_row(row, row.width, row.context)
+            if len(lines) == len(row.lines):
+                row.lines, row.rendered = lines, row.version
         strip = row.lines[line_no - self._offsets[i]]
         strip = strip.crop_extend(scroll_x, scroll_x + width, base)
         if i == self.selected:

@@ -1,0 +1,109 @@
+"""The user's settings for the app (``settings.json`` in the profile folder, mode 0600) and the
+Settings dialog (F3): theme, notifications, message text in notifications, mute this
+conversation. Nothing here is secret; no message text is stored."""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Checkbox, Label, Select, Static
+
+from .private import write_private
+from .safe import one_line, plain
+
+log = logging.getLogger("e2ee.tui")
+THEMES = ("textual-dark", "textual-light", "ansi-dark", "ansi-light", "nord", "gruvbox", "catppuccin-latte",
+          "solarized-light", "tokyo-night")
+"""Built-in Textual themes offered (the ``ansi-*`` ones use the terminal's own palette)."""
+NOTIFY_MODES = (("off", "off"), ("terminal bell", "bell"), ("OSC 9 (terminal notification)", "osc9"),
+                ("desktop (notify-send / macOS)", "desktop"))
+
+
+@dataclass
+class Prefs:
+    """``theme``: a Textual theme name; ``notify``: off | bell | osc9 | desktop; ``show_text``:
+    message text in notifications (off by default); ``muted``: conversation ids that never notify."""
+
+    theme: str = "textual-dark"
+    notify: str = "bell"
+    show_text: bool = False
+    muted: list[str] = field(default_factory=list)
+
+    @classmethod
+    def load(cls, path: Path) -> Prefs:
+        """The settings in ``path``; defaults for what is missing, unknown or damaged."""
+        try:
+            doc = json.loads(Path(path).read_text())
+        except FileNotFoundError:
+            return cls()
+        except (OSError, ValueError):
+            log.warning("settings file %s is unreadable: defaults used", path)
+            return cls()
+        p = cls()
+        if isinstance(doc, dict):
+            if doc.get("theme") in THEMES:
+                p.theme = doc["theme"]
+            if doc.get("notify") in {m for _, m in NOTIFY_MODES}:
+                p.notify = doc["notify"]
+            p.show_text = doc.get("show_text") is True
+            p.muted = [c for c in doc.get("muted", []) if isinstance(c, str)] if isinstance(doc.get("muted"), list) \
+                else []
+        return p
+
+    def save(self, path: Path) -> None:
+        write_private(Path(path), json.dumps(asdict(self), indent=1).encode())
+
+
+class SettingsScreen(ModalScreen[bool]):
+    """Theme, notifications and mute for the open conversation; applied at once, saved on close."""
+
+    BINDINGS = [Binding("escape", "dismiss(True)", "Close", show=True)]
+
+    def __init__(self, prefs: Prefs, conversation: str = "", title: str = "") -> None:
+        super().__init__()
+        self.prefs, self.conversation, self.conv_title = prefs, conversation, title
+
+    def compose(self) -> ComposeResult:
+        p = self.prefs
+        with Vertical(classes="dialog"):
+            yield Static("Settings", classes="dialog-title")
+            yield Label("theme")
+            yield Select([(t, t) for t in THEMES], value=p.theme, allow_blank=False, id="theme")
+            yield Label("notify about new messages")
+            yield Select(NOTIFY_MODES, value=p.notify, allow_blank=False, id="notify")
+            yield Checkbox("show the message text in notifications", p.show_text, id="show-text")
+            if self.conversation:
+                yield Checkbox(plain(f"mute {one_line(self.conv_title)[:40]}", newlines=False),
+                               self.conversation in p.muted, id="mute")
+            with Horizontal(classes="buttons"):
+                yield Button("Close", variant="primary", id="close")
+
+    @on(Select.Changed, "#theme")
+    def _theme(self, event: Select.Changed) -> None:
+        self.prefs.theme = str(event.value)
+        self.app.theme = self.prefs.theme
+
+    @on(Select.Changed, "#notify")
+    def _notify(self, event: Select.Changed) -> None:
+        self.prefs.notify = str(event.value)
+
+    @on(Checkbox.Changed, "#show-text")
+    def _show_text(self, event: Checkbox.Changed) -> None:
+        self.prefs.show_text = event.value
+
+    @on(Checkbox.Changed, "#mute")
+    def _mute(self, event: Checkbox.Changed) -> None:
+        muted = [c for c in self.prefs.muted if c != self.conversation]
+        self.prefs.muted = [*muted, self.conversation] if event.value else muted
+
+    @on(Button.Pressed, "#close")
+    def _close(self) -> None:
+        self.dismiss(True)
