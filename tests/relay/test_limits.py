@@ -226,3 +226,23 @@ def test_unauthenticated_websockets_are_capped_per_address_and_in_total(settings
         connect("198.51.100.3")
         assert app.state.e2ee.relay.preauth.count == 3
         assert app.state.e2ee.relay.preauth._by_key == {"198.51.100.1": 1, "198.51.100.2": 1, "198.51.100.3": 1}
+
+
+async def test_a_membership_change_that_adds_and_removes_at_once_is_refused(settings_for, identities):
+    """The class of the old add+remove hole: one change naming users on both sides. A statement is
+    one operation; an 'add' that also drops someone (same count) is refused, and nothing changes."""
+    ids = identities
+    m = {n: membership.member_of(ids[n].public) for n in ("alice", "bob", "carol", "mallory")}
+    async with running(settings_for()) as app, http(app) as c:
+        alice = await register(c, ids["alice"])
+        for name in ("bob", "carol", "mallory"):
+            await register(c, ids[name])
+        made = membership.create(ids["alice"], "conv-swap", "t", [m["alice"], m["bob"], m["carol"]])
+        assert (await c.post("/v1/conversations", json={"statement": made.signed}, headers=bearer(alice))
+                ).status_code == 201
+        swap = membership._sign(ids["alice"], cid=made.cid, ep=1, op="add", members=[m["alice"], m["carol"],
+                                m["mallory"]], title=made.title, admins=made.admins, prev=made.hash, ts=None)
+        r = await c.post("/v1/conversations/conv-swap/log", json={"statement": swap.signed}, headers=bearer(alice))
+        assert r.status_code == 400 and "an add must only add members" in r.json()["error"]["message"]
+        convs = (await c.get("/v1/conversations", headers=bearer(alice))).json()["conversations"]
+        assert (convs[0]["members"], convs[0]["epoch"]) == (["alice", "bob", "carol"], 0)
