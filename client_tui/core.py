@@ -405,9 +405,11 @@ class ChatClient(Contacts, Rotation):
     async def _reauth(self) -> None:
         """The relay refused our token: refresh the session once or, if it is over, log in with
         a password this client still holds (never one kept after a login succeeded)."""
-        with contextlib.suppress(httpx2.HTTPError):
+        try:
             if await self.session.refresh_now(self._http):
                 return
+        except httpx2.HTTPError as exc:  # not a refusal: the supervisor retries with backoff
+            raise ClientError(transport.describe_failure(exc, self.server_url), code="unreachable") from None
         if not self._password:
             raise AuthFailed(f"the session ended ({self.session.ended or 'refused'}): log in again")
         await self._login(self._password)

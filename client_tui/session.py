@@ -126,7 +126,8 @@ class RelaySession(httpx2.Auth):
                 if self.due and self.refresh_credential is not None:
                     await self._take((yield self._refresh_request(request.url)))
         used = self.access
-        request.headers["Authorization"] = f"Bearer {used}"
+        if used is not None:
+            request.headers["Authorization"] = f"Bearer {used}"
         response = yield request
         if response.status_code != 401 or self.refresh_credential is None:
             return
