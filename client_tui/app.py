@@ -44,7 +44,7 @@ HELP_TEXT = {
     "members": "Add or remove members of this conversation",
     "escape": "Close the inspector",
     "settings": "Settings: theme, notifications, mute this conversation",
-    "slash": "Search your messages on this machine (also Ctrl+F; a / inside a message is typed)",
+    "search": "Search your messages on this machine (/ in an empty composer, or Ctrl+F)",
     "reconnect": "Reconnect now (after a refused password: type it again)",
 }
 

@@ -64,7 +64,7 @@ class ChatScreen(Screen):
         Binding("ctrl+r", "reconnect", "Reconnect now", show=False, priority=True),
         Binding("ctrl+f", "search", "Search", show=False, priority=True),
         Binding("f3", "settings", "Settings", priority=True),
-        Binding("slash", "slash", "Search", priority=True),
+        Binding("slash", "search", "Search"),  # from the lists; the composer decides for itself
         Binding("escape", "escape", "Close inspector", show=False),
     ]
 
@@ -433,12 +433,6 @@ class ChatScreen(Screen):
 
         self.app.push_screen(ContactScreen(self.client, who, users), done)
 
-    def check_action(self, action: str, parameters: tuple) -> bool | None:
-        if action == "slash":  # "/" searches unless it is typed into a message
-            composer = self.query_one("#composer", Composer)
-            return not (composer.has_focus and composer.text) and isinstance(self.app.screen, ChatScreen)
-        return True
-
     def on_key(self, event) -> None:
         self.app.notifier.touched()  # the user is here: the open conversation does not notify
 
@@ -451,7 +445,8 @@ class ChatScreen(Screen):
         title = self.client.titles.get(self.conversation, self.conversation)
         self.app.push_screen(SettingsScreen(self.app.prefs, self.conversation, title), done)
 
-    def action_slash(self) -> None:
+    @on(Composer.SearchRequested)
+    def _search_requested(self) -> None:
         self.action_search()
 
     def action_search(self) -> None:

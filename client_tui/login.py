@@ -76,15 +76,15 @@ class LoginScreen(Screen[ChatClient]):
     @on(Checkbox.Changed, "#register")
     def _mode(self, event: Checkbox.Changed) -> None:
         self._show_register(event.value)
+        self._strength()
 
     @on(Input.Changed, "#passphrase")
-    def _strength(self, event: Input.Changed) -> None:
-        if not self.query_one("#register", Checkbox).value:
-            return
-        if not event.value:
+    def _strength(self) -> None:
+        value = self.query_one("#passphrase", Input).value
+        if not self.query_one("#register", Checkbox).value or not value:
             self.query_one("#strength", Label).update("")
             return
-        s = credentials.strength(event.value, context=(self.query_one("#username", Input).value,))
+        s = credentials.strength(value, context=(self.query_one("#username", Input).value,))
         style = "red" if s.score < 2 else "yellow" if s.score < 3 else "green"
         self.query_one("#strength", Label).update(plain(f"passphrase {s}", style))
 

@@ -77,7 +77,7 @@ def plain(text: object, style: str = "", *, newlines: bool = True) -> Text:
     Hand this (never an f-string) to ``Static``, ``Label``, ``Select`` options, ``Button`` labels
     and every other widget that would parse a ``str`` as markup.
     """
-    return Text(harmless(text, newlines=newlines), style=style, end="")
+    return Text(harmless(text, newlines=newlines), style=style)
 
 
 def toast(app, message: object, *, title: object = "", severity: str = "information",

@@ -106,7 +106,10 @@ class SearchScreen(ModalScreen[Record | None]):
             self.dismiss(self.results[0])
 
     def action_focus_results(self) -> None:
-        self.query_one("#search-results", OptionList).focus()
+        options = self.query_one("#search-results", OptionList)
+        options.focus()
+        if options.highlighted is None and options.option_count:
+            options.highlighted = 0  # Enter opens the first result at once
 
     @on(OptionList.OptionSelected, "#search-results")
     def _picked(self, event: OptionList.OptionSelected) -> None:

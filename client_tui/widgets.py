@@ -51,8 +51,17 @@ class Composer(TextArea):
         self.clear()
         self.post_message(self.Submitted(self, text))
 
+    class SearchRequested(Message):
+        """``/`` pressed in an empty composer: the user wants to search, not to write a ``/``."""
+
     def _on_key(self, event: events.Key) -> None:
-        if event.key == "enter":
+        # Decided here, in key order: a binding of the screen would see the text as it was before
+        # keys still queued for the composer (fast typing, tmux send-keys) and steal a "/" mid-text.
+        if event.key == "slash" and not self.text:
+            event.stop()
+            event.prevent_default()
+            self.post_message(self.SearchRequested())
+        elif event.key == "enter":
             event.stop()
             event.prevent_default()
             self.action_submit()

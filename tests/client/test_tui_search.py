@@ -3,6 +3,8 @@ message selected, even one older than the page the conversation opens on."""
 
 from __future__ import annotations
 
+from textual import events
+
 from client_tui.app import ChatApp
 from client_tui.search import SearchScreen, matcher, snippet
 from tests.client.conftest import screen_ready, wait_until
@@ -34,9 +36,13 @@ async def test_slash_searches_and_a_result_jumps_to_the_message(tmp_path, identi
             assert app.chat.log_view.selected_record.text == "the Quarterly numbers are in"
             await wait_until(lambda: "the Quarterly numbers are in" in screen_text(app))  # scrolled to it
 
-            # "/" typed inside a message is a character, not a search
-            await pilot.press(*"a", "slash", "b")
-            assert app.chat.query_one("#composer").text == "a/b"
+            # "/" typed inside a message is a character, not a search, even when typed faster than
+            # the app handles keys (tmux send-keys, a fast typist): decided in key order
+            composer = app.chat.query_one("#composer")
+            for key in "a/b[/i]":
+                app.post_message(events.Key("slash" if key == "/" else key, key))
+            await wait_until(lambda: composer.text == "a/b[/i]")
+            await pilot.pause()
             assert app.screen is app.chat
             app.chat.query_one("#composer").text = ""
             await pilot.press("ctrl+f")
