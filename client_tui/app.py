@@ -115,7 +115,7 @@ class ChatApp(App):
                 return
             # logged in on this machine, not at the relay (down, or the password refused): the
             # session logs in when the relay answers, or asks for the password again
-            toast(self, describe(exc), severity="error", timeout=30)
+            toast(self, describe(exc), severity="error", timeout=8 if exc.code == "unreachable" else 30)
         self._open_chat()
 
     def _open_chat(self) -> None:

@@ -174,13 +174,17 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _accounts(args) -> list[str]:
+    """The accounts with keys on this machine for the relay of ``args``."""
+    folder = (args.profile or default_profile_root()) / profiles.relay_key(args.server)
+    return sorted(p.parent.name for p in folder.glob("*/keystore.json"))
+
+
 def _default_user(args) -> str | None:
     """``E2EE_USER``, else the only account with keys here for this relay, else None."""
     if os.environ.get("E2EE_USER"):
         return os.environ["E2EE_USER"]
-    root = args.profile or default_profile_root()
-    folder = root / profiles.relay_key(args.server)
-    users = sorted(p.parent.name for p in folder.glob("*/keystore.json"))
+    users = _accounts(args)
     return users[0] if len(users) == 1 else None
 
 
@@ -199,9 +203,11 @@ def _prepare(parser: argparse.ArgumentParser, argv: list[str] | None):
     if args.command and not getattr(args, "user", None):
         args.user = _default_user(args)
         if not args.user:
-            usage.error("--user is required (or set E2EE_USER): this machine has no single account for "
-                        f"{args.server}" + ("" if args.command == "register" else "; create one with "
-                                            "e2ee-chat register --user NAME"))
+            users = _accounts(args)
+            have = (f"this machine has {len(users)} accounts for {args.server} ({', '.join(users)})" if users
+                    else f"this machine has no account for {args.server} yet" + (
+                        "" if args.command == "register" else " (e2ee-chat register --user NAME)"))
+            usage.error(f"--user is required (or set E2EE_USER): {have}")
     try:  # every name typed is canonical before it names a profile, a contact or a conversation member
         for attr in ("user", "contact"):
             if getattr(args, attr, None):

@@ -26,6 +26,7 @@ from .safe import harmless, one_line
 from .search import matcher
 from .userwords import describe
 
+DEFAULT_SERVER = "http://127.0.0.1:8765"
 EXIT_FAILED = 1
 EXIT_BLOCKED = 3
 EXIT_AUDIENCE = 4  # members joined after the message was written: not sent to them without consent
@@ -95,8 +96,10 @@ async def register(args) -> int:
         ident = await client.register(args.password, args.passphrase, bits=args.bits)
         print(f"registered {client.username} at {client.server_url}\n  wrap key  {fingerprint(ident.wrap_kid)}\n"
               f"  sign key  {fingerprint(ident.sign_kid)}\n  keys in   {client.keystore_path}")
-        print(f"next: e2ee-chat --user {client.username}   (or: e2ee-chat send --user {client.username} "
-              "--to NAME --text TEXT)")
+        where = "" if client.server_url == DEFAULT_SERVER else f" --server {client.server_url}"
+        where += f" --cafile {client.cafile}" if client.cafile else ""
+        print(f"next: e2ee-chat{where} --user {client.username}   (or: e2ee-chat send{where} --user "
+              f"{client.username} --to NAME --text TEXT)")
         return 0
     finally:
         await client.close()

@@ -54,12 +54,14 @@ def describe_failure(exc: BaseException, url: str) -> str:
     timeout, name lookup; the original exception only decides the words."""
     where = urlsplit(url).netloc or url
     tls = url.startswith(("https:", "wss:"))
-    for e in _chain(exc):
+    chain = list(_chain(exc))
+    for e in chain:
+        if isinstance(e, ssl.SSLCertVerificationError) or "CERTIFICATE_VERIFY_FAILED" in str(e):
+            why = next((c.verify_message for c in chain if getattr(c, "verify_message", "")), "")
+            return (f"the relay's TLS certificate is not trusted{f' ({why})' if why else ''}: give the client "
+                    "the relay's certificate with --cafile FILE (or E2EE_CAFILE)")
+    for e in chain:
         text = str(e)
-        if isinstance(e, ssl.SSLCertVerificationError) or "CERTIFICATE_VERIFY_FAILED" in text:
-            reason = getattr(e, "verify_message", "") or "not trusted"
-            return (f"the relay's TLS certificate is not trusted ({reason}): give the client the relay's "
-                    "certificate with --cafile FILE (or E2EE_CAFILE)")
         if isinstance(e, ssl.SSLError) and ("WRONG_VERSION_NUMBER" in text or "record layer" in text
                                             or "packet length too long" in text):
             return f"{where} does not speak TLS: use http:// for this relay, or start it with a certificate"

@@ -24,7 +24,8 @@ def describe(exc: BaseException) -> str:
     if isinstance(exc, E2EEError):
         code = getattr(exc, "code", "")
         text = exc.message
-        if code and code not in ("client_error", "keystore_error") and code.replace("_", " ") not in text:
+        if code and code not in ("client_error", "keystore_error", "unreachable") and \
+                code.replace("_", " ") not in text:
             text = f"{text} ({code})"
         return one_line(text)
     name = type(exc).__name__

@@ -41,6 +41,7 @@ def test_keys_show_takes_the_user_from_e2ee_user_or_the_only_account(home, relay
         cli.main(["keys", "show", "bob"])
     err = capsys.readouterr().err
     assert usage.value.code == cli.EXIT_USAGE and "usage: e2ee-chat keys" in err and "E2EE_USER" in err
+    assert "2 accounts for" in err and "(alice, bob)" in err
     monkeypatch.setenv("E2EE_USER", "alice")
     code = cli.main(["keys", "show", "bob"])  # the README's line
     out = capsys.readouterr().out
