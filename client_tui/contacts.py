@@ -26,6 +26,10 @@ from .trust import Contact, TrustStore
 log = logging.getLogger("e2ee.client")
 
 
+MEMBERSHIP_WARNINGS = ("sender_removed", "audience_removed")
+"""A received message's warnings from the membership log (``Membership.check_envelope``): shown ⚠."""
+
+
 class KeyNotShown(E2EEError):
     """A verify or accept decision names key ids that are not (or no longer) the ones to decide
     on: the key changed while the user compared it, or the user did not compare the new one."""
@@ -289,10 +293,12 @@ class Contacts:
 
     def mark(self, record: Record) -> str:
         """How to show a record's sender: ``verified`` | ``unverified`` | ``previous`` (signed by
-        a key the sender has since replaced) | ``warning`` | ``unreadable``. ✔ only for the pinned,
-        verified key."""
+        a key the sender has since replaced) | ``warning`` (a pending key, or sealed to an epoch with
+        a member removed since) | ``unreadable``. ✔ only for the pinned, verified key."""
         if record.state == "unreadable":
             return "unreadable"
+        if record.info.get("warning") in MEMBERSHIP_WARNINGS:
+            return "warning"
         contact = self.contacts.get(record.sender)
         skid = record.info.get("skid")
         if contact is None or not skid:

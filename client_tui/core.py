@@ -93,7 +93,7 @@ class MessageReceived:
     counter: int
     envelope: bytes
     timings_ms: dict[str, float]
-    warning: str = ""  # e.g. "key_not_accepted": signed by a new key the user has not accepted yet
+    warning: str = ""  # "key_not_accepted" (a new key not accepted yet), "sender_removed", ... (contacts.mark)
 
 
 @dataclass(frozen=True)
@@ -827,8 +827,9 @@ class ChatClient(Contacts, Rotation):
             if frame.conversation not in self.members:
                 self._spawn(self.refresh_conversations())
             try:
-                await self.membership.check_envelope(h, frame.conversation, frame.sender)  # against the log
+                removed = await self.membership.check_envelope(h, frame.conversation, frame.sender, parsed)
                 sign_key, warning = await self._sender_key(h.snd, h.skid, frame.seq)
+                warning = removed or warning  # sealed before someone was removed: never plain ✔
                 me = self._my_identity_for(h.rkids)
                 opened, timings = await asyncio.to_thread(
                     measure.open_, parsed, me, sign_key, conversation=frame.conversation, sender=frame.sender)

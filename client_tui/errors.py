@@ -76,3 +76,12 @@ class LogUnavailable(SenderKeyUnavailable):
     def __init__(self, conversation: str) -> None:
         Exception.__init__(self, f"the membership log of {conversation} could not be fetched: relay unreachable")
         self.user = conversation
+
+
+class MemberKeyReplaced(E2EEError):
+    """The newest verified epoch binds, for a member (or me), keys that were replaced since (a
+    rotation the chain proved, or a key change the user accepted): whoever holds the old keys (a
+    stolen laptop is why keys are replaced) could read what is sealed to them. Nothing is sealed
+    until the member's ``update`` statement moves their new keys into the log."""
+
+    code = "member_key_replaced"

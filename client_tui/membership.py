@@ -12,10 +12,11 @@ statement, never what the relay lists. :class:`Membership` (one per :class:`Chat
   and is never acted on;
 * **writes** the user's own changes (create, add, remove, title, admins, update) as signed
   statements, retrying on a concurrent change;
-* **seals only to the newest verified epoch** (:meth:`audience`), binding each member's key ids
-  from the log: a member's key is the one the log names, checked against the keys this user
-  accepted for them;
-* **checks every envelope** against the log (``ep``/``mh``, the sender, ``rkids``) before opening it;
+* **seals only to the newest verified epoch** (:meth:`audience`), and none while a newer one is
+  known to exist, binding each member's key ids from the log: a member's key is the one the log
+  names, if it is the one this user accepts for them now (:mod:`client_tui.member_keys`);
+* **checks every envelope** against the log (``ep``/``mh``, the sender, ``rkids``) before opening it,
+  and marks one sealed to an epoch with a member removed since;
 * keeps **each message to the audience it was written for** (:meth:`Audience.admit`): a larger
   audience waits for its author (:class:`AudienceGrew`).
 """
@@ -28,7 +29,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from shared import membership
+from shared import envelope, membership
 from shared.b64 import b64u_encode
 from shared.errors import (
     ActorKeyMismatch,
@@ -43,9 +44,10 @@ from shared.errors import (
     SenderMismatch,
 )
 from shared.keys import PublicIdentity
-from shared.membership import Member, Statement, member_of
+from shared.membership import Statement, member_of
 from shared.membership_chain import Chain, check_audience, check_continuity
 
+from . import member_keys
 from . import membership_lines as lines
 from .errors import AudienceGrew, ClientError, KeyChangeBlocked, LogUnavailable
 
@@ -105,18 +107,22 @@ class Membership:
         self._published: dict[str, list[PublicIdentity]] = {}
         self._updating: set[str] = set()
         self._refused: dict[str, bool] = {}  # the last sync stopped at a statement that failed
+        self._beyond: dict[str, int] = {}  # the epoch of a statement shown after the head that failed (last sync)
         self._evidence: dict[str, int] = {}  # the newest epoch an envelope was sealed to, if not verified
+        self._seen: dict[str, int] = {}  # ... as a member signed it (checked): kept in the trust store
 
     # -- the verified heads, in the sealed trust store ---------------------------------------------
     def load(self) -> None:
         """Read the verified heads from the trust store (``trust.membership``: per conversation
         ``{"ep", "hash", "warned"}``). A lost trust store loses them (the user is told by it): forks
         against what it held can no longer be noticed."""
-        self._heads, self._warned = {}, {}
+        self._heads, self._warned, self._seen = {}, {}, {}
         for cid, doc in (self.client.trust.membership if self.client.trust is not None else {}).items():
             try:
                 if "ep" in doc:
                     self._heads[cid] = {"ep": int(doc["ep"]), "hash": str(doc["hash"])}
+                if "seen" in doc:
+                    self._seen[cid] = int(doc["seen"])
                 self._warned[cid] = [str(k) for k in doc.get("warned", [])]
             except (ValueError, KeyError, TypeError, AttributeError):
                 log.warning("verified head of %s in the trust store is damaged: forgotten", cid)
@@ -125,9 +131,15 @@ class Membership:
         trust = self.client.trust
         if trust is None:
             return
-        trust.membership = {cid: {**self._heads.get(cid, {}), "warned": self._warned.get(cid, [])}
-                            for cid in set(self._heads) | set(self._warned)}
+        trust.membership = {cid: {**self._heads.get(cid, {}), "warned": self._warned.get(cid, []),
+                                  **({"seen": self._seen[cid]} if cid in self._seen else {})}
+                            for cid in set(self._heads) | set(self._warned) | set(self._seen)}
         self.client._save_state()
+
+    def verified_before(self, cid: str) -> bool:
+        """A log of ``cid`` was verified here (this session, or a head kept in the trust store): a
+        relay that now lists it without one (as made before signed membership) is lying."""
+        return self.head(cid) is not None or cid in self._heads
 
     def head(self, cid: str) -> Statement | None:
         """The newest verified statement of ``cid`` (this session), or None."""
@@ -154,6 +166,7 @@ class Membership:
                 f"?after={after}" if after >= 0 else ""))
             claimed = self.claimed[cid] = (doc.get("epoch"), doc.get("head"))
             before = chain.head
+            self._beyond.pop(cid, None)
             self._refused[cid] = await self._extend(chain, doc.get("statements", []))
             await self._compare(cid, chain, claimed)
             if chain.head is not None and chain.head is not before:
@@ -241,6 +254,11 @@ class Membership:
                 if isinstance(exc, ClientError) and exc.code in ("unreachable", "offline"):
                     raise
                 claim = _claim(text)
+                if claim is None or claim.cid != chain.cid or claim.ep > (prev.ep if prev is not None else -1):
+                    # something after the verified head that does not verify: a change exists that cannot be
+                    # shown (a forged one, or a real one altered: maybe a removal). Nothing is sealed past it.
+                    self._beyond[chain.cid] = max((prev.ep if prev is not None else -1) + 1,
+                                                  claim.ep if claim is not None and claim.cid == chain.cid else 0)
                 await self._warn(chain.cid, f"{exc.code}:{membership.statement_hash(text) if claim else text[:32]}",
                                  claim.actor if claim else "relay", lines.invalid(claim, prev, exc), exc)
                 return True
@@ -350,6 +368,9 @@ class Membership:
         """
         chain = self.chains.get(cid)
         claimed = self.claimed.get(cid)
+        if claimed is not None and claimed[0] is None and self.verified_before(cid):
+            raise MembershipFork("the relay lists this conversation without a membership log, but its log was "
+                                 "verified here: nothing is sent until the relay serves it again", field="ep")
         if claimed is not None and claimed[0] is None:
             raise LegacyConversation("this conversation predates signed membership: it is read-only; "
                                      "start a new one", field="conversation")
@@ -364,58 +385,39 @@ class Membership:
         head, claimed = chain.head, self.claimed.get(cid)
         if head is None:
             raise MembershipWithheld("no statement of this conversation's log verifies", field="ep")
-        # A newer epoch is known to exist (the relay names it, or a message was sealed to it) and no
-        # statement for it was shown: it may remove someone, so nothing is sealed until it is shown.
-        # (A statement shown for it that did not verify is ignored: sealing to the verified epoch
-        # reaches only verified members. A fork or an older log: the relay will refuse what this
-        # seals, and the user was warned.)
+        head = await member_keys.own_keys_in(self, head)
+        # A newer epoch is known to exist (the relay names it, shows a statement for it that does not
+        # verify, a message was sealed to it - kept across restarts once its signature verified) and no
+        # statement for it verifies: it may remove someone (a removal altered by one byte fails too),
+        # so nothing is sealed until it verifies. (A fork or an older log: the relay will refuse what
+        # this seals, and the user was warned.)
         known = self._heads.get(cid, {}).get("ep", -1)  # verified before (a restart, then an older log)
-        newer = max(claimed[0] if claimed and isinstance(claimed[0], int) and not self._refused.get(cid) else -1,
-                    self._evidence.get(cid, -1), known)
+        newer = max(claimed[0] if claimed and isinstance(claimed[0], int) else -1, self._beyond.get(cid, -1),
+                    self._evidence.get(cid, -1), self._seen.get(cid, -1), known)
         if newer > head.ep:
             raise MembershipWithheld(lines.withheld(newer, head.ep), field="ep")
         if head.member(self.client.username) is None:
             raise ClientError("you are not a member of this conversation", code="forbidden", field="conversation")
-        recipients = [await self._identity(m) for m in head.members]
+        recipients = [await member_keys.sealed_to(self, m) for m in head.members]
         blocked = self.client.blocked_by(cid)
         if blocked:
             raise KeyChangeBlocked(f"{', '.join(blocked)}'s key changed: accept or verify it before sending",
                                    field=blocked[0], users=tuple(blocked))
         return Audience(cid, head.ep, head.hash, head.usernames, recipients)
 
-    async def _identity(self, m: Member) -> PublicIdentity:
-        """The keys the log binds for ``m``, if this user accepts them for ``m.username``."""
-        c = self.client
-        for ident in self._accepted(m.username):
-            if (ident.wrap_kid, ident.sign_kid) == (m.wrap_kid, m.sign_kid):
-                contact = c.contacts.get(m.username)
-                if contact is not None and contact.pending is ident:
-                    break  # a key change waiting for a decision
-                return ident
-        else:
-            if m.username not in c.contacts and m.username != c.username:
-                ident = await self._fetch_key(m.username, m.sign_kid, m.wrap_kid)
-                if ident is None:
-                    raise ClientError(f"the relay has no key {m.wrap_kid[:8]}… of {m.username}", code="not_found",
-                                      field=m.username)
-                self._pin(ident)  # first use, from a statement that verified
-                return ident
-            if m.username != c.username:
-                await c.fetch_keys(m.username)  # shows the key change (KeyChanged) if the relay has one
-        raise KeyChangeBlocked(f"{m.username}'s key in this conversation is not the one you accepted: review it "
-                               "before sending", field=m.username, users=(m.username,))
-
-    def _pin(self, ident: PublicIdentity) -> None:
-        from .core import Contact, ContactChanged
-
-        self.client.contacts[ident.username] = Contact(ident)
-        self.client._save_state()
-        self.client.events.put_nowait(ContactChanged(ident.username))
-
-    async def check_envelope(self, header, conversation: str, sender: str) -> None:
+    async def check_envelope(self, header, conversation: str, sender: str, parsed=None) -> str:
         """PROTOCOL.md §5.7 steps 18-21 on a received envelope's header, before any key is used:
         the delivery context, my recipient entry, then its ``ep``, ``mh``, ``snd`` and ``rkids``
         against the verified log of its conversation (fetched first if the epoch is not verified).
+
+        An epoch newer than the verified head stops sealing (:meth:`audience`); once ``parsed``'s
+        signature verifies under the sender's accepted key, that stays so across restarts.
+
+        Returns:
+            a warning for a message sealed to an earlier epoch whose members included someone the
+            verified head no longer has: ``sender_removed`` (its sender was removed since: it may
+            have been written after that), ``audience_removed`` (sealed to a removed member too,
+            who could read it); ``""`` otherwise.
 
         Raises:
             ConversationMismatch, SenderMismatch, NotARecipient, EpochMismatch, AudienceMismatch
@@ -440,13 +442,31 @@ class Membership:
                 log.info("log of %s not fetched: %s", header.cid, exc.code)
                 chain = self.chains.setdefault(header.cid, Chain(header.cid))
         try:
-            check_audience(chain, ep=header.ep, mh=header.mh, sender=header.snd, rkids=header.rkids)
+            sealed_to = check_audience(chain, ep=header.ep, mh=header.mh, sender=header.snd, rkids=header.rkids)
         except EpochMismatch as exc:
             if chain.head is not None and header.ep > chain.head.ep:  # evidence of a change not shown
                 self._evidence[header.cid] = max(self._evidence.get(header.cid, -1), header.ep)
+                if header.ep > self._seen.get(header.cid, -1) and self._signed(parsed):
+                    self._seen[header.cid] = header.ep
+                    self._save()
                 await self._warn(header.cid, f"unseen:{header.ep}:{header.mh}", header.snd,
                                  lines.unseen(header.snd, header.ep, chain.head.ep), exc)
             raise
+        gone = set(sealed_to.usernames) - set(chain.head.usernames)  # removed since the epoch it was sealed to
+        return "" if not gone else "sender_removed" if header.snd in gone else "audience_removed"
+
+    def _signed(self, parsed) -> bool:
+        """Does ``parsed`` carry its sender's signature under a key this user accepted for them?"""
+        if parsed is None:
+            return False
+        try:
+            found = self.client.pinned_sign_key(parsed.header.snd, parsed.header.skid, None)
+            if found is not None:
+                envelope.verify_signature(parsed, found[0])
+                return True
+        except E2EEError:
+            pass
+        return False
 
     async def approve(self, cid: str) -> int:
         """The user agrees to send the messages waiting in ``cid`` to its current members too;

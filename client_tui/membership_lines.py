@@ -63,6 +63,12 @@ def unseen(sender: str, ep: int, verified_ep: int) -> str:
             f"epoch {verified_ep}: a change is withheld from you. Your messages here wait until it is shown.")
 
 
+def downgrade() -> str:
+    return ("⚠ the relay now lists this conversation as made before signed membership, but its membership log "
+            "was verified here: the verified members are kept, and messages are not sent until the relay serves "
+            "the log again.")
+
+
 def legacy() -> str:
     return ("this conversation was made before signed membership: its members cannot be verified, so it "
             "is read-only. Start a new conversation to keep talking.")

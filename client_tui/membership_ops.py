@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from shared import membership
 from shared.b64 import b64u_encode
-from shared.errors import InvalidRequest
+from shared.errors import InvalidRequest, MembershipFork
 from shared.membership import Statement, member_of
 from shared.names import canonical_username
 
@@ -184,6 +184,11 @@ async def refresh(ms: Membership) -> dict[str, list[str]]:
     before = {cid: (list(c.members.get(cid, [])), c.titles.get(cid)) for cid in listed}
     for cid, conv in listed.items():
         ms.claimed[cid] = (conv.get("epoch"), conv.get("head"))
+        if conv.get("epoch") is None and ms.verified_before(cid):  # a log was verified here: not legacy
+            await ms._warn(cid, "downgrade", "relay", lines.downgrade(), MembershipFork(
+                "the relay lists this conversation without a membership log; its log was verified here",
+                field="ep"))
+            continue  # the verified members and title stay; nothing is sealed (Membership.audience)
         if conv.get("epoch") is None:  # legacy: no log; shown read-only
             c.members[cid], c.titles[cid] = conv["members"], conv["title"]
             if "legacy" not in ms._warned.get(cid, []):

@@ -116,8 +116,10 @@ async def check(session: AsyncSession, signed: str, subject: str, *, cid: str | 
         (a creation for an existing id); NotFound (no such conversation or user); LegacyConversation;
         MembershipConflict (that epoch is taken: fetch the log); the chain errors of
         ``membership_chain.verify_next`` (EpochSkipped, ChainBroken, ActorNotMember,
-        ActorKeyMismatch, StatementSignatureInvalid, PolicyViolation); InvalidRequest (a bound key
-        id its member never published, too many or too few members).
+        ActorKeyMismatch, StatementSignatureInvalid, PolicyViolation); ActorKeyMismatch also for a
+        signing key the actor replaced, on anything but an ``update``; InvalidRequest (a bound key
+        id its member never published, an update to other keys than the actor's current ones,
+        too many or too few members).
     """
     st = membership.parse(signed)
     if cid is not None and st.cid != cid:
@@ -151,7 +153,7 @@ async def check(session: AsyncSession, signed: str, subject: str, *, cid: str | 
         raise InvalidRequest(f"a conversation has at most {max_members} members", field="members")
     names = {m.username for m in st.members} | {st.actor}
     rows = (await session.execute(
-        select(User.username, User.id, UserKey.wrap_kid, UserKey.sign_kid, UserKey.sign_key)
+        select(User.username, User.id, UserKey.wrap_kid, UserKey.sign_kid, UserKey.sign_key, UserKey.current)
         .join(UserKey, UserKey.user_id == User.id).where(User.username.in_(names)))).all()
     user_ids = {r.username: r.id for r in rows}
     missing = sorted(names - set(user_ids))
@@ -161,9 +163,16 @@ async def check(session: AsyncSession, signed: str, subject: str, *, cid: str | 
     unpublished = sorted(m.username for m in st.members if m not in published)
     if unpublished:
         raise InvalidRequest(f"key ids that were never published by {', '.join(unpublished)}", field="members")
-    key = next((r.sign_key for r in rows if r.username == st.actor and r.sign_kid == st.akid), None)
-    if key is None:
+    signers = [r for r in rows if r.username == st.actor and r.sign_kid == st.akid]
+    if not signers:
         raise ActorKeyMismatch(f"{st.actor} never published the signing key {st.akid[:8]}…", field="akid")
+    current = next(((r.wrap_kid, r.sign_kid) for r in rows if r.username == st.actor and r.current), None)
+    if st.op == "update" and (st.member(st.actor) is None or st.member(st.actor)[1:] != current):
+        raise InvalidRequest("an update moves the actor's current keys in", field="members")
+    if st.op != "update" and not any(r.current for r in signers):  # a replaced (stolen?) key signs only
+        raise ActorKeyMismatch(f"{st.actor} replaced the signing key {st.akid[:8]}…: it signs only the "
+                               "update that moves the new keys in", field="akid")
+    key = signers[0].sign_key
     verify_next(prev, st, load_signing_public_key(key, st.actor), cid=st.cid)
     return Checked(st, user_ids[st.actor], user_ids)
 

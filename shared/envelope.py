@@ -65,8 +65,9 @@ __all__ = [
     "ALG", "CEK_BYTES", "CTY", "KC_CONTEXT", "DEFAULT_MAX_ENVELOPE_BYTES", "DEFAULT_MAX_RECIPIENTS", "ENC", "Header",
     "MAX_ID_CHARS", "MAX_SAFE_INTEGER", "MESSAGE_ID_BYTES", "NONCE_BYTES", "Opened", "ParsedEnvelope",
     "SIGNATURE_BYTES", "SIG_CONTEXT", "SenderKeyResolver", "TAG_BYTES", "TYP", "VERSION", "open", "parse", "seal",
+    "verify_signature",
 ]
-"""The public API: seal, parse, open, their result types and the format's constants."""
+"""The public API: seal, parse, open (and verify_signature), their result types and the format's constants."""
 
 ALG = "RSA-OAEP-256"
 ENC = "A256GCM"
@@ -425,6 +426,31 @@ SenderKeyResolver = Callable[[str, str], ed25519.Ed25519PublicKey]
 """``resolve(sender_username, sender_sign_kid) -> Ed25519PublicKey``; raises UnknownSenderKey."""
 
 
+def verify_signature(parsed: ParsedEnvelope, sign_key: ed25519.Ed25519PublicKey) -> Header:
+    """Check only the sender's Ed25519 signature (§5.5, RFC 8032) of a parsed envelope: its
+    protected header (``ep``, ``mh``, ``rkids`` ...) is then what the holder of ``sign_key``
+    signed. Nothing is unwrapped or decrypted (:func:`open` runs this, then the rest).
+
+    Args:
+        parsed: a result of :func:`parse`.
+        sign_key: the sender's Ed25519 public key (32 bytes).
+
+    Returns:
+        the header, now authenticated.
+
+    Raises:
+        UnknownSenderKey: the key's id is not the header's ``skid``.
+        SignatureInvalid: the 64-byte signature does not verify.
+    """
+    if key_id(sign_key) != parsed.header.skid:
+        raise UnknownSenderKey("the envelope's signing key id is not the one pinned for its sender", field="skid")
+    try:
+        sign_key.verify(parsed._bin.sig, _signing_input(parsed._env))
+    except InvalidSignature:
+        raise SignatureInvalid("sender signature does not verify", field="sig") from None
+    return parsed.header
+
+
 def open(  # noqa: A001 - the module's public verb, used as envelope.open(...)
     data: bytes | ParsedEnvelope,
     me: Identity,
@@ -482,12 +508,7 @@ def open(  # noqa: A001 - the module's public verb, used as envelope.open(...)
         verify_key = resolve_sender_key
     else:
         verify_key = resolve_sender_key(h.snd, h.skid)
-    if key_id(verify_key) != h.skid:
-        raise UnknownSenderKey("the envelope's signing key id is not the one pinned for its sender", field="skid")
-    try:
-        verify_key.verify(bin_.sig, _signing_input(env))
-    except InvalidSignature:
-        raise SignatureInvalid("sender signature does not verify", field="sig") from None
+    verify_signature(parsed, verify_key)
     wrapped = bin_.wrapped[index]
     if len(wrapped) != (me.wrap_private.key_size + 7) // 8:
         raise UnwrapFailed("encrypted_key has the wrong length for my key", field="encrypted_key")

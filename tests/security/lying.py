@@ -1,0 +1,89 @@
+"""A relay that lies to one client: the real relay process answers, and what one client is served
+is rewritten on the way (the log, the conversation list, key answers). A hostile relay controls
+every byte it serves; this puts that control in a test's hands, one rewrite at a time."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+
+from client_tui.core import ChatClient
+from client_tui.errors import ClientError
+from shared import membership
+from shared.b64 import b64u_decode, b64u_encode
+
+Rewrite = Callable[[str, str, dict | None, dict], dict]
+"""``(method, path, request body, answer) -> answer served``; raise ClientError to refuse."""
+
+
+def lie(client: ChatClient, *rewrites: Rewrite) -> None:
+    """Every relay answer ``client`` gets from now on passes through ``rewrites`` (in order)."""
+    real = client._request
+
+    async def served(method: str, path: str, body: dict | None = None, auth: bool = True) -> dict:
+        answer = await real(method, path, body, auth)
+        for rewrite in rewrites:
+            answer = rewrite(method, path, body, copy.deepcopy(answer))
+        return answer
+
+    client._request = served
+
+
+def refuse(client: ChatClient, op: str) -> list[bool]:
+    """The relay refuses (500) every statement of ``op`` that ``client`` posts while the returned
+    switch holds True (``switch[0] = False`` lets them through again)."""
+    real, switch = client._request, [True]
+
+    async def served(method: str, path: str, body: dict | None = None, auth: bool = True) -> dict:
+        if switch[0] and method == "POST" and path.endswith("/log") and \
+                membership.parse(body["statement"]).op == op:
+            raise ClientError("the relay refused it", code="internal_error", status=500)
+        return await real(method, path, body, auth)
+
+    client._request = served
+    return switch
+
+
+def flip_signature(signed: str) -> str:
+    """The statement with one bit of its signature flipped (it no longer verifies)."""
+    body, sig = signed.split(".")
+    raw = bytearray(b64u_decode(sig))
+    raw[0] ^= 1
+    return f"{body}.{b64u_encode(bytes(raw))}"
+
+
+def log_of(cid: str, change: Callable[[list[str], dict], list[str]]) -> Rewrite:
+    """Serve ``cid``'s log with its statements changed by ``change(statements, answer)``."""
+    def rewrite(method: str, path: str, body, answer: dict) -> dict:
+        if method == "GET" and path.split("?")[0] == f"/v1/conversations/{cid}/log":
+            answer["statements"] = change(answer["statements"], answer)
+        return answer
+    return rewrite
+
+
+def listed(cid: str, **fields) -> Rewrite:
+    """Serve ``cid`` in the conversation list with ``fields`` replaced."""
+    def rewrite(method: str, path: str, body, answer: dict) -> dict:
+        if method == "GET" and path == "/v1/conversations":
+            for conv in answer["conversations"]:
+                if conv["id"] == cid:
+                    conv.update(fields)
+        return answer
+    return rewrite
+
+
+def head_at(cid: str, st: membership.Statement) -> Rewrite:
+    """The log's and the list's head of ``cid`` said to be ``st`` (as a relay that withholds what
+    follows it would say)."""
+    def rewrite(method: str, path: str, body, answer: dict) -> dict:
+        if method == "GET" and path.split("?")[0] == f"/v1/conversations/{cid}/log":
+            answer["epoch"], answer["head"] = st.ep, st.hash
+        return listed(cid, epoch=st.ep, head=st.hash)(method, path, body, answer)
+    return rewrite
+
+
+def only_up_to(cid: str, ep: int) -> Rewrite:
+    """Withhold every statement of ``cid`` after epoch ``ep`` (the head said is epoch ``ep``'s)."""
+    def change(statements: list[str], answer: dict) -> list[str]:
+        return [s for s in statements if membership.parse(s).ep <= ep]
+    return log_of(cid, change)
