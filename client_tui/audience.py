@@ -1,6 +1,6 @@
 """The dialog that asks before a message goes to people it was not written for.
 
-A message remembers the members it was written for (``client_tui.membership.Audience``). When
+A message remembers the members it was written for (``client_tui.member_keys.Audience``). When
 members joined before it could be sent, it waits (state ``blocked``, reason ``audience_grew``) and
 this dialog asks its author: send it to the new members too, don't send it, or decide later.
 Every name and text in it is drawn as plain text (``client_tui.safe.plain``), never as markup.
@@ -36,6 +36,7 @@ class AudienceScreen(ModalScreen[str | None]):
     def __init__(self, client, record: Record) -> None:
         super().__init__()
         self.client, self.record = client, record
+        self.shown = newcomers(client, record)  # what "Send" agrees to: these names, no one who joins later
 
     def compose(self) -> ComposeResult:
         rec = self.record
@@ -48,7 +49,7 @@ class AudienceScreen(ModalScreen[str | None]):
             yield Static(plain(
                 f"“{preview}”{f' and {waiting - 1} more' if waiting > 1 else ''} was written for "
                 f"{', '.join(written.get('members', [])) or '?'}. Since then "
-                f"{', '.join(newcomers(self.client, rec)) or 'new members'} joined (the change is in the "
+                f"{', '.join(self.shown) or 'new members'} joined (the change is in the "
                 "conversation, with who made it). Send to them too?"), id="audience-question")
             with Horizontal(classes="buttons"):
                 yield Button("Send to everyone now", variant="primary", id="send")
@@ -69,7 +70,10 @@ class AudienceScreen(ModalScreen[str | None]):
     @work(exclusive=True)
     async def _decide(self, choice: str) -> None:
         ms = self.client.membership
-        await (ms.approve if choice == "send" else ms.decline)(self.record.conversation)
+        if choice == "send":
+            await ms.approve(self.record.conversation, self.shown)
+        else:
+            await ms.decline(self.record.conversation)
         self.dismiss(choice)
 
 
@@ -79,5 +83,11 @@ def ask(screen, record: Record) -> None:
     if record.conversation in asked:
         return
     asked.add(record.conversation)
-    screen.app.push_screen(AudienceScreen(screen.client, record),
-                           lambda _choice: asked.discard(record.conversation))
+
+    def done(_choice) -> None:
+        asked.discard(record.conversation)
+        still = screen.client.membership.waiting(record.conversation)  # someone joined while it was open
+        if _choice == "send" and still:
+            ask(screen, still[0].record)
+
+    screen.app.push_screen(AudienceScreen(screen.client, record), done)

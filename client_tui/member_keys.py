@@ -1,4 +1,5 @@
-"""Which keys a conversation's members are sealed to (a part of :class:`client_tui.membership.Membership`).
+"""Whom a message is sealed to (a part of :class:`client_tui.membership.Membership`): the
+:class:`Audience` of the newest verified epoch, and which keys its members are sealed to.
 
 The newest verified epoch binds each member's wrap and signing key ids (docs/PROTOCOL.md §12.7).
 They are sealed to only if they are the keys this user accepts for that member *now*: the pinned
@@ -10,15 +11,51 @@ waits for that member's ``update`` statement (one's own is posted at once).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from shared.keys import PublicIdentity
 from shared.membership import Member, Statement, member_of
 
-from .errors import ClientError, KeyChangeBlocked, MemberKeyReplaced
+from .errors import AudienceGrew, ClientError, KeyChangeBlocked, MemberKeyReplaced
 
 if TYPE_CHECKING:
+    from .history import Record
     from .membership import Membership
+
+
+@dataclass(frozen=True)
+class Audience:
+    """Whom a message is sealed to: the newest verified epoch of a conversation.
+
+    Attributes:
+        cid, epoch, head: the conversation, the epoch and its statement hash (the header's
+            ``cid``, ``ep``, ``mh``).
+        members: the epoch's usernames, in member order.
+        recipients: their keys as the log binds them, in the same order (the ``rkids``).
+    """
+
+    cid: str
+    epoch: int
+    head: str
+    members: tuple[str, ...]
+    recipients: list[PublicIdentity]
+
+    def admit(self, record: Record) -> None:
+        """Remember (first seal) or check the audience ``record`` was written for.
+
+        Raises:
+            AudienceGrew: members joined since it was written; it waits for its author.
+        """
+        written = record.info.get("audience")
+        if written is None:
+            record.info["audience"] = {"ep": self.epoch, "members": list(self.members)}
+            return
+        new = tuple(sorted(set(self.members) - set(written["members"])))
+        if new:
+            raise AudienceGrew(
+                f"{', '.join(new)} joined after this message was written (epoch {written['ep']}): "
+                "it is not sent to them unless you agree", field=new[0], users=new)
 
 
 async def own_keys_in(ms: Membership, head: Statement) -> Statement:

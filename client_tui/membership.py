@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from shared import envelope, membership
@@ -50,48 +49,14 @@ from shared.membership_chain import Chain, check_audience, check_continuity
 from . import member_keys
 from . import membership_lines as lines
 from .errors import AudienceGrew, ClientError, KeyChangeBlocked, LogUnavailable
+from .member_keys import Audience
 
 if TYPE_CHECKING:
     from .core import ChatClient
-    from .history import Record
 
 log = logging.getLogger("e2ee.client.membership")
 MAX_WARNINGS = 200  # per conversation, remembered so that a warning is shown once
 POST_ATTEMPTS = 3
-
-
-@dataclass(frozen=True)
-class Audience:
-    """Whom a message is sealed to: the newest verified epoch of a conversation.
-
-    Attributes:
-        cid, epoch, head: the conversation, the epoch and its statement hash (the header's
-            ``cid``, ``ep``, ``mh``).
-        members: the epoch's usernames, in member order.
-        recipients: their keys as the log binds them, in the same order (the ``rkids``).
-    """
-
-    cid: str
-    epoch: int
-    head: str
-    members: tuple[str, ...]
-    recipients: list[PublicIdentity]
-
-    def admit(self, record: Record) -> None:
-        """Remember (first seal) or check the audience ``record`` was written for.
-
-        Raises:
-            AudienceGrew: members joined since it was written; it waits for its author.
-        """
-        written = record.info.get("audience")
-        if written is None:
-            record.info["audience"] = {"ep": self.epoch, "members": list(self.members)}
-            return
-        new = tuple(sorted(set(self.members) - set(written["members"])))
-        if new:
-            raise AudienceGrew(
-                f"{', '.join(new)} joined after this message was written (epoch {written['ep']}): "
-                "it is not sent to them unless you agree", field=new[0], users=new)
 
 
 class Membership:
@@ -169,7 +134,7 @@ class Membership:
             self._beyond.pop(cid, None)
             self._refused[cid] = await self._extend(chain, doc.get("statements", []))
             await self._compare(cid, chain, claimed)
-            if chain.head is not None and chain.head is not before:
+            if chain.head is not None and chain.head is not before and not self._contradicts(chain):
                 self._remember(chain.head)
                 await self._keep(chain)
             return chain
@@ -194,6 +159,14 @@ class Membership:
         if isinstance(claimed[0], int) and claimed[0] > head.ep:
             exc = MembershipWithheld(f"the relay says epoch {claimed[0]}, shows {head.ep}", field="ep")
             await self._warn(cid, f"withheld:{claimed[0]}", "relay", lines.withheld(claimed[0], head.ep), exc)
+
+    def _contradicts(self, chain: Chain) -> bool:
+        """``chain`` (verified from the relay's log, e.g. after the copy kept here was lost) holds
+        another statement for the epoch of the head kept in the trust store: a fork. It is never
+        remembered, sealed to, or used to check envelopes."""
+        known = self._heads.get(chain.cid)
+        st = chain.at(known["ep"]) if known is not None else None
+        return st is not None and st.hash != known["hash"]
 
     async def _keep(self, chain: Chain) -> None:
         """Keep the verified statements in the history cache, so the log is there after a restart
@@ -396,6 +369,9 @@ class Membership:
                     self._evidence.get(cid, -1), self._seen.get(cid, -1), known)
         if newer > head.ep:
             raise MembershipWithheld(lines.withheld(newer, head.ep), field="ep")
+        if self._contradicts(chain):
+            raise MembershipFork(f"the relay's log has another statement for epoch {known} than the one verified "
+                                 "here: nothing is sent until it serves that one", field="ep")
         if head.member(self.client.username) is None:
             raise ClientError("you are not a member of this conversation", code="forbidden", field="conversation")
         recipients = [await member_keys.sealed_to(self, m) for m in head.members]
@@ -442,6 +418,9 @@ class Membership:
                 log.info("log of %s not fetched: %s", header.cid, exc.code)
                 chain = self.chains.setdefault(header.cid, Chain(header.cid))
         try:
+            if self._contradicts(chain):
+                raise EpochMismatch("the only log the relay shows contradicts the one verified here (a fork)",
+                                    field="mh")
             sealed_to = check_audience(chain, ep=header.ep, mh=header.mh, sender=header.snd, rkids=header.rkids)
         except EpochMismatch as exc:
             if chain.head is not None and header.ep > chain.head.ep:  # evidence of a change not shown
@@ -468,14 +447,16 @@ class Membership:
             pass
         return False
 
-    async def approve(self, cid: str) -> int:
-        """The user agrees to send the messages waiting in ``cid`` to its current members too;
-        returns how many were waiting."""
+    async def approve(self, cid: str, newcomers: list[str] | None = None) -> int:
+        """The user agrees to send the messages waiting in ``cid`` to ``newcomers`` too - the names
+        they were shown (None: the current members); returns how many were waiting. Anyone who
+        joined beyond them is asked about again (the message waits: ``audience_grew``)."""
         waiting = self.waiting(cid)
         head = self.head(cid)
+        agreed = newcomers if newcomers is not None else list(head.usernames) if head else []
         for item in waiting:
-            item.record.info["audience"] = {"ep": head.ep if head else -1,
-                                            "members": list(head.usernames) if head else []}
+            written = item.record.info.get("audience", {}).get("members", [])
+            item.record.info["audience"] = {"ep": head.ep if head else -1, "members": sorted({*written, *agreed})}
         await self.client._unblock()
         return len(waiting)
 

@@ -213,3 +213,32 @@ async def test_a_member_pinned_from_a_log_after_the_trust_store_was_lost_is_mark
     await again.recipients_for(conv)  # carol and bob pinned from the log
     notes = {n: again.contacts[n].note for n in ("bob", "carol")}
     assert all("pinned again" in note for note in notes.values()), notes
+
+
+# -- a fork signed by a member, shown after the local copy of the log was lost --------------------------------
+@pytest.mark.parametrize("length", [1, 2])
+async def test_a_forked_log_that_contradicts_the_sealed_head_is_never_sealed_to(make_client, length):
+    """bob (not an admin) signs another creation of the same conversation that adds mallory (and,
+    with ``length`` 2, one more change, so the fork is longer than what alice verified); the relay
+    shows it to alice after her history cache (the log kept here) was lost."""
+    alice, bob, mallory = [await make_client(n) for n in ("alice", "bob", "mallory")]
+    conv = await membership_ops.create(alice.membership, "team", ["bob"], admins=["alice"])
+    real = alice.membership.head(conv)
+    fork = [membership.create(bob.identity, conv, "team", [membership.member_of(c.identity.public)
+                                                           for c in (alice, bob, mallory)])]
+    if length == 2:
+        fork.append(membership.change(fork[0], bob.identity, "title", title="ours"))
+    await alice.close()
+    alice.history_path.unlink()
+    again = await make_client("alice", register=False)
+    await again.login(PASSWORD, "alice passphrase")
+    lie(again, log_of(conv, lambda sts, _: [st.signed for st in fork]), head_at(conv, fork[-1]))
+    await again.refresh_conversations()
+    assert await warnings(again, conv) == ["membership_fork"]
+    with pytest.raises(MembershipFork):  # before: sealed to bob's fork, mallory included
+        await again.recipients_for(conv)
+    assert again.membership._heads[conv] == {"ep": real.ep, "hash": real.hash}  # the fork is not remembered
+    data = envelope.seal("from the fork", mallory.identity, conv, [c.identity.public for c in (alice, bob, mallory)],
+                         counter=1, epoch=fork[-1].ep, head=fork[-1].hash)
+    await again._on_frame(frames.Message(1, conv, "mallory", msgspec.Raw(data)))
+    assert [(r.state, r.reason) for r in await messages_of(again, conv)] == [("unreadable", "epoch_mismatch")]
