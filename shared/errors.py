@@ -453,3 +453,29 @@ class LegacyConversation(E2EEError):
     """A conversation made before signed membership (it has no log): read-only; start a new one."""
 
     code = "legacy_conversation"
+
+
+# -- the websocket session (shared.session, PROTOCOL.md §4.2) -------------------------------------
+class ProtocolViolation(E2EEError):
+    """The peer's frames break the session's order (e.g. the relay did not start with ``hello``)."""
+
+    code = "protocol"
+
+
+class SessionStateError(E2EEError):
+    """A session call its state does not allow (sending before ``ready``, after the close); the
+    message names the state."""
+
+    code = "invalid_state"
+
+
+class LevelMismatch(E2EEError):
+    """The relay runs another level than the one this client was asked to speak."""
+
+    code = "level_mismatch"
+
+
+class DowngradeRefused(LevelMismatch):
+    """The relay announced a lower security level than the client requires (no silent downgrade)."""
+
+    code = "downgrade_refused"
