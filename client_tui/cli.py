@@ -170,7 +170,8 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--file", type=Path, help="export to / import from this file")
     k.add_argument("--compare", metavar="NUMBER",
                    help="verify: the safety number you compared with the contact (or the WRAP.SIGN key-id "
-                        "prefixes 'keys show' printed); required while a key change is pending")
+                        "prefixes 'keys show' printed); required while a key change is pending. accept: the "
+                        "same, required for a new key that the pinned key did not sign")
     return p
 
 
@@ -325,7 +326,13 @@ async def _keys(args) -> int:
             err(f"no keys known for {user}" + ("" if online else " on this machine (offline)"))
             return EXIT_FAILED
         if args.action == "accept":
-            client.accept_key(user)
+            if c.pending is not None and not args.compare and c.pending_signed_by_old is not True:
+                print(f"e2ee-chat: {user}'s new key is not signed by the key you pinned: nothing accepted "
+                      f"without naming it.\n  check it (e2ee-chat keys show {user}), then accept exactly what "
+                      f"that showed:\n  e2ee-chat keys accept {user} --compare <the new key ids it printed>",
+                      file=sys.stderr)
+                return EXIT_BLOCKED
+            client.accept_key(user, shown=client.compare(user, args.compare, "accepted") if args.compare else None)
         elif args.action == "verify":
             if c.pending is not None and not args.compare:
                 print(f"e2ee-chat: {user}'s key changed and the new keys were not compared: nothing verified.\n"

@@ -195,13 +195,14 @@ class Contacts:
                      contact.pending is not None,
                      safety_number(me.identity, contact.identity) if contact.pending is not None else None)
 
-    def compare(self, user: str, typed: str) -> tuple[str, str]:
+    def compare(self, user: str, typed: str, decision: str = "verified") -> tuple[str, str]:
         """Check what the user typed after comparing - the safety number (60 digits, spaces
         ignored, compared in constant time) or the key-id prefixes ``WRAP.SIGN`` (at least 12
         characters each) that ``keys show`` printed - against the keys to decide on now.
 
         Returns:
-            the key ids to pass to :meth:`verify_contact`.
+            the key ids to pass to :meth:`verify_contact` (or :meth:`accept_key`: ``decision``
+            "accepted" names it in the error).
 
         Raises:
             KeyNotShown: it matches neither (nothing is decided).
@@ -217,7 +218,7 @@ class Contacts:
         if len(wrap) >= 12 and len(sign) >= 12 and shown.kids[0].startswith(wrap) and shown.kids[1].startswith(sign):
             return shown.kids
         raise KeyNotShown(f"what you compared is not the safety number of {user}'s "
-                          f"{'new' if shown.new else 'pinned'} keys: nothing was verified", field="compare")
+                          f"{'new' if shown.new else 'pinned'} keys: nothing was {decision}", field="compare")
 
     def _contact_name(self, user: str) -> str:
         """``user`` as the contacts are keyed: as given if pinned so (a name the relay delivered is

@@ -69,6 +69,11 @@ def downgrade() -> str:
             "the log again.")
 
 
+def unlisted() -> str:
+    return ("⚠ the relay no longer lists this conversation, but its verified membership log has you as a member: "
+            "no one removed you. The relay may be hiding it from you.")
+
+
 def legacy() -> str:
     return ("this conversation was made before signed membership: its members cannot be verified, so it "
             "is read-only. Start a new conversation to keep talking.")

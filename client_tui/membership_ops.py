@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from shared import membership
 from shared.b64 import b64u_encode
-from shared.errors import InvalidRequest, MembershipFork
+from shared.errors import InvalidRequest, MembershipFork, MembershipWithheld
 from shared.membership import Statement, member_of
 from shared.names import canonical_username
 
@@ -209,17 +209,24 @@ async def refresh(ms: Membership) -> dict[str, list[str]]:
             c.members.setdefault(cid, [])
             c.titles.setdefault(cid, conv["title"])
     gone = set(c.members) - set(listed) - c.inactive
+    kept = []
     for cid in gone:  # I left or was removed: see by whom
-        if cid in ms.chains:
+        if cid in ms.chains or await ms._restore(cid) is not None:
             try:
                 await ms.sync(cid)
             except ClientError as exc:
                 log.info("log of %s (no longer listed) not fetched: %s", cid, exc.code)
+        head = ms.head(cid)
+        if head is not None and head.member(c.username) is not None:  # the log decides, not the listing
+            kept.append(cid)
+            await ms._warn(cid, "unlisted", "relay", lines.unlisted(), MembershipWithheld(
+                "the relay no longer lists this conversation; its verified log has you as a member", field="ep"))
+            continue
         c.inactive.add(cid)
     changed = bool(gone) or any(before[cid] != (c.members.get(cid, []), c.titles.get(cid)) for cid in listed)
     if c.history is not None:
-        await c.history.save_conversations([(cid, c.titles.get(cid, cid), c.members.get(cid, [])) for cid in listed],
-                                           complete=True)
+        await c.history.save_conversations([(cid, c.titles.get(cid, cid), c.members.get(cid, []))
+                                            for cid in [*listed, *kept]], complete=True)
     if changed:
         await c.events.put(ConversationsChanged())
     return {cid: c.members.get(cid, []) for cid in listed}

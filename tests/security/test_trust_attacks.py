@@ -242,3 +242,24 @@ async def test_a_forked_log_that_contradicts_the_sealed_head_is_never_sealed_to(
                          counter=1, epoch=fork[-1].ep, head=fork[-1].hash)
     await again._on_frame(frames.Message(1, conv, "mallory", msgspec.Raw(data)))
     assert [(r.state, r.reason) for r in await messages_of(again, conv)] == [("unreadable", "epoch_mismatch")]
+
+
+# -- a conversation the relay stops listing: "you are no longer a member" is the log's to say -----------------
+async def test_a_conversation_the_relay_stops_listing_is_not_shown_as_left(make_client):
+    people, conv = await team(make_client)
+    alice = people["alice"]
+
+    def hide(method, path, body, answer):
+        if method == "GET" and path == "/v1/conversations":
+            answer["conversations"] = [c for c in answer["conversations"] if c["id"] != conv]
+        return answer
+    lie(alice, hide)
+    await alice.refresh_conversations()
+    assert conv not in alice.inactive  # before: struck through, "you are no longer a member"
+    assert await warnings(alice, conv) == ["membership_withheld"]
+    await alice.close()
+    again = await make_client("alice", register=False)  # and not after a restart either (the history cache)
+    await again.login(PASSWORD, "alice passphrase")
+    lie(again, hide)
+    await again.refresh_conversations()
+    assert conv not in again.inactive and again.members[conv] == ["alice", "bob", "carol"]
