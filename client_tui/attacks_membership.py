@@ -25,10 +25,10 @@ from shared import frames, membership
 from shared.b64 import b64u_encode
 from shared.keys import Identity, spki_der
 
-from . import membership_lines as lines
 from .attacks import PASSWORD, Outcome, Stage, canaries, canary_hits, settle
 from .core import ChatClient, MessageReceived, MessageUnreadable
-from .errors import ClientError
+from .core import membership_lines as lines
+from .core.errors import ClientError
 
 MEMBERS = ("alice", "bob", "carol")
 

@@ -1,6 +1,6 @@
 """The dialog that asks before a message goes to people it was not written for.
 
-A message remembers the members it was written for (``client_tui.member_keys.Audience``). When
+A message remembers the members it was written for (``client_tui.core.member_keys.Audience``). When
 members joined before it could be sent, it waits (state ``blocked``, reason ``audience_grew``) and
 this dialog asks its author: send it to the new members too, don't send it, or decide later.
 Every name and text in it is drawn as plain text (``client_tui.safe.plain``), never as markup.
@@ -15,7 +15,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
-from .history import Record
+from .core.history import Record
 from .safe import one_line, plain
 
 PREVIEW_CHARS = 60

@@ -31,14 +31,14 @@ from .core import (
     RecordChanged,
     RttMeasured,
 )
-from .history import Record
+from .core.history import Record
+from .core.transport import tls_label
 from .inspector import inspect_record
 from .messagelog import MAX_ROWS, MessageLog
 from .prefs import SettingsScreen
 from .safe import one_line, plain, toast
 from .screens import ContactScreen, MembersScreen, NewConversationScreen
 from .search import SearchScreen
-from .transport import tls_label
 from .widgets import Composer
 
 NARROW_COLS = 100

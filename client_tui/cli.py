@@ -40,12 +40,12 @@ from shared.errors import E2EEError, InvalidRequest
 from shared.keys import fingerprint, safety_number
 from shared.names import canonical_username
 
-from . import commands, credentials, keystore, profiles
+from . import commands, credentials
 from .commands import EXIT_BLOCKED, EXIT_FAILED, err
 from .commands import fail as _fail
-from .contacts import kid_token
-from .core import ChatClient, ClientError, default_profile_root
-from .private import append_private
+from .core import ChatClient, ClientError, default_profile_root, keystore, profiles
+from .core.contacts import kid_token
+from .core.private import append_private
 from .safe import harmless, one_line
 
 EXIT_USAGE = 2

@@ -18,9 +18,8 @@ import time
 from shared.errors import E2EEError
 from shared.keys import fingerprint
 
-from . import keystore, profiles
-from .core import AudienceGrew, ChatClient, ClientError, Delivered, KeyChangeBlocked, RecordChanged
-from .history import Record
+from .core import AudienceGrew, ChatClient, ClientError, Delivered, KeyChangeBlocked, RecordChanged, keystore, profiles
+from .core.history import Record
 from .inspector import unreadable_text
 from .safe import harmless, one_line
 from .search import matcher

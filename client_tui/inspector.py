@@ -12,8 +12,8 @@ from rich.text import Text
 from shared.b64 import b64u_decode
 from shared.errors import E2EEError
 
+from .core.history import Record
 from .display import shorten
-from .history import Record
 from .safe import one_line, plain
 
 UNREADABLE_TEXT = {

@@ -30,8 +30,8 @@ from shared.errors import E2EEError
 from shared.keys import Identity, PublicIdentity
 
 from .attacks import Outcome
-from .contacts import KeyNotShown
 from .core import ChatClient, KeyChanged
+from .core.contacts import KeyNotShown
 from .relayproc import RelayProcess
 from .salamander import salamander
 

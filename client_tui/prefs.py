@@ -16,7 +16,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Label, Select, Static
 
-from .private import write_private
+from .core.private import write_private
 from .safe import one_line, plain
 
 log = logging.getLogger("e2ee.tui")

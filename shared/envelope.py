@@ -469,7 +469,7 @@ def open(  # noqa: A001 - the module's public verb, used as envelope.open(...)
     (one private-key operation), the key commitment ``kc`` (HMAC-SHA-256, constant time), and
     AES-256-GCM decryption with the protected header as AAD. The membership checks (``ep``/``mh``
     against the verified log, ``rkids`` against that epoch's members) are the caller's: they need
-    the log (see ``client_tui.membership``).
+    the log (see ``client_tui.core.membership``).
     Each step raises its own error; the plaintext is returned only when all pass.
 
     Args:

@@ -14,7 +14,7 @@ signing key over the ASCII bytes, lines joined by ``\\n`` (usernames and key ids
 So a statement names whose keys it rotates, which keys it replaces and where in the chain it
 stands: it cannot be replayed for another user, for other old keys, or to put an older key back
 (a rollback). The relay checks it before it publishes the new keys and keeps it in the key history;
-clients verify the chain themselves (``client_tui.chain``) and accept only its newest key.
+clients verify the chain themselves (``client_tui.core.chain``) and accept only its newest key.
 
 **Version 1** (history rows written before v2): ``"e2ee-chat/v1/rotate." + new_wrap_kid + "." +
 new_sign_kid``. It is still verified for old history rows; the relay no longer accepts it.

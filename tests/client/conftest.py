@@ -9,8 +9,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from client_tui import keystore
-from client_tui.core import ChatClient, Contact
+from client_tui.core import ChatClient, Contact, keystore
 from shared import envelope, frames, membership
 from shared.keys import Identity
 from shared.membership_chain import Chain

@@ -8,8 +8,8 @@ from __future__ import annotations
 import asyncio
 
 from client_tui import cli
-from client_tui.contacts import kid_token
 from client_tui.core import ChatClient
+from client_tui.core.contacts import kid_token
 from shared.keys import Identity
 from tests.client.test_cli import run, world  # noqa: F401 - the fixture
 from tests.conftest import FAST_KDF, PASSWORD

@@ -63,7 +63,7 @@ async def test_history_survives_a_restart_without_unwrapping_and_holds_no_plaint
     assert await received_texts(bob, 3) == texts
     await close_all(alice, bob)
 
-    from client_tui import measure
+    from client_tui.core import measure
 
     def no_rsa(*a, **k):
         raise AssertionError("a restart must not unwrap again")

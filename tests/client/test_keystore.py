@@ -10,7 +10,7 @@ import stat
 import pytest
 from cryptography.hazmat.primitives import serialization
 
-from client_tui import keystore
+from client_tui.core import keystore
 from shared.b64 import b64u_encode
 from tests.conftest import FAST_KDF
 

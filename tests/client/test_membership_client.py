@@ -12,7 +12,7 @@ import pytest
 
 from client_tui import commands
 from client_tui.core import AudienceGrew, RecordChanged
-from client_tui.errors import ClientError
+from client_tui.core.errors import ClientError
 from shared import envelope
 from shared.errors import LegacyConversation
 from tests.conftest import PASSWORD
@@ -89,7 +89,7 @@ async def test_every_change_is_a_line_naming_its_actor_verified(make_client):
     await bob.change_members(conv, add=["carol"])
     await carol.refresh_conversations()
     await carol.membership.sync(conv)
-    from client_tui import membership_ops
+    from client_tui.core import membership_ops
 
     await membership_ops.rename(carol.membership, conv, "[b]renamed[/b]")
     await membership_ops.set_admins(alice.membership, conv, ["alice", "bob"])
@@ -165,7 +165,7 @@ async def test_a_conversation_from_before_the_log_is_read_only(make_client, rela
 async def test_the_log_kept_on_this_machine_is_used_offline_only_if_it_links_to_the_sealed_head(make_client, relay):
     alice, bob = [await make_client(n) for n in ("alice", "bob")]
     conv = await alice.create_conversation("pair", ["bob"])
-    from client_tui import membership_ops
+    from client_tui.core import membership_ops
 
     await membership_ops.rename(alice.membership, conv, "renamed")
     await alice.close()

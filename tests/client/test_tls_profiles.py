@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from client_tui import cli, profiles
+from client_tui import cli
 from client_tui.app import ChatApp
-from client_tui.core import ChatClient
+from client_tui.core import ChatClient, profiles
 from server import cli as relay_cli
 from server.devcert import write_dev_cert
 from shared.errors import E2EEError

@@ -8,9 +8,8 @@ import time
 
 import pytest
 
-from client_tui import keystore
 from client_tui.app import ChatApp
-from client_tui.core import ChatClient
+from client_tui.core import ChatClient, keystore
 from client_tui.messagelog import day_label
 from tests.client.conftest import wait_until
 from tests.client.tui_helpers import chat_shown, offline_client, screen_lines, screen_text

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from client_tui import keystore
-from client_tui.core import ChatClient, Contact
+from client_tui.core import ChatClient, Contact, keystore
 from tests.client.conftest import Hostile
 from tests.conftest import FAST_KDF
 

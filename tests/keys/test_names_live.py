@@ -10,8 +10,8 @@ import httpx2
 import pytest
 from argon2 import PasswordHasher
 
-from client_tui import cli, keystore
-from client_tui.core import ChatClient, ClientError
+from client_tui import cli
+from client_tui.core import ChatClient, ClientError, keystore
 from shared.b64 import b64u_decode, b64u_encode
 from shared.errors import KeyAnswerMismatch
 from tests.conftest import FAST_KDF, PASSWORD

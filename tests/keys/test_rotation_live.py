@@ -8,8 +8,7 @@ from __future__ import annotations
 import httpx2
 import pytest
 
-from client_tui import keystore
-from client_tui.core import ChatClient, KeyChanged, LocalDataWarning, RotationNotSaved
+from client_tui.core import ChatClient, KeyChanged, LocalDataWarning, RotationNotSaved, keystore
 from client_tui.widgets import reason_words
 from shared import envelope
 from tests.conftest import FAST_KDF, PASSWORD

@@ -10,9 +10,8 @@ import stat
 
 import pytest
 
-from client_tui import keystore
-from client_tui.core import ChatClient, LocalDataWarning
-from client_tui.trust import FILE_NAME
+from client_tui.core import ChatClient, LocalDataWarning, keystore
+from client_tui.core.trust import FILE_NAME
 from tests.conftest import FAST_KDF, PASSWORD
 from tests.security.helpers import barrier, passphrase
 

@@ -26,8 +26,8 @@ def run(monkeypatch, capsys, *argv: str) -> tuple[int, str, str]:
 
 def contact(root, relay, user: str):
     """``user``'s and alice's entries in alice's sealed trust store, read from disk (no relay)."""
-    from client_tui import keystore
-    from client_tui.trust import TrustStore
+    from client_tui.core import keystore
+    from client_tui.core.trust import TrustStore
 
     profile = next(root.iterdir()) / "alice"
     bundle = keystore.load_bundle(profile / "keystore.json", "alice passphrase")

@@ -8,7 +8,7 @@ import copy
 from collections.abc import Callable
 
 from client_tui.core import ChatClient
-from client_tui.errors import ClientError
+from client_tui.core.errors import ClientError
 from shared import membership
 from shared.b64 import b64u_decode, b64u_encode
 

@@ -10,7 +10,7 @@ import httpx2
 import msgspec
 import pytest
 
-from client_tui import membership_ops
+from client_tui.core import membership_ops
 from shared import envelope, frames, membership
 from shared.errors import E2EEError, MembershipFork, MembershipWithheld
 from shared.keys import Identity

@@ -1,4 +1,4 @@
-"""Whom a message is sealed to (a part of :class:`client_tui.membership.Membership`): the
+"""Whom a message is sealed to (a part of :class:`client_tui.core.membership.Membership`): the
 :class:`Audience` of the newest verified epoch, and which keys its members are sealed to.
 
 The newest verified epoch binds each member's wrap and signing key ids (docs/PROTOCOL.md §12.7).
@@ -127,7 +127,7 @@ async def _first_use(ms: Membership, m: Member) -> PublicIdentity:
 
 
 def _pin(ms: Membership, ident: PublicIdentity) -> None:
-    from .core import Contact, ContactChanged
+    from .client import Contact, ContactChanged
 
     c = ms.client
     if c.trust is not None:

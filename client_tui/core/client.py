@@ -12,7 +12,7 @@ Two ways to be online:
   never retrying a refused login in a loop (close 1008 / HTTP 401-403: one fresh login, then stop),
   sync from the persisted cursor, re-send the outbox.
 
-What the user sees is a list of :class:`~client_tui.history.Record` per conversation, kept in the
+What the user sees is a list of :class:`~client_tui.core.history.Record` per conversation, kept in the
 local history cache and announced by :class:`RecordChanged` events on :attr:`ChatClient.events`
 (next to the simpler :class:`MessageReceived` / :class:`MessageStored` / :class:`Delivered`).
 """
@@ -39,6 +39,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidSta
 from shared import envelope, frames
 from shared.errors import (
     AuthFailed,
+    DowngradeRefused,
     E2EEError,
     EnvelopeTooLarge,
     KeyAnswerMismatch,
@@ -48,24 +49,15 @@ from shared.keys import DEFAULT_RSA_BITS, Identity, PublicIdentity
 from shared.names import canonical_username
 
 from . import keystore, measure, membership_ops, profiles, transport
-from .contacts import ContactChanged, Contacts, KeyChanged, KeyNotShown, LocalDataWarning, Shown
-from .errors import (  # noqa: F401 - re-exported: callers import them from here
-    AudienceGrew,
-    ClientError,
-    DowngradeRefused,
-    KeyChangeBlocked,
-    LogUnavailable,
-    MemberWithoutKey,
-    SenderKeyUnavailable,
-)
+from .contacts import ContactChanged, Contacts, KeyChanged, LocalDataWarning
+from .errors import ClientError, KeyChangeBlocked, MemberWithoutKey, SenderKeyUnavailable
 from .history import History, Record, now_ms
 from .membership import Audience, Membership
-from .rotate import Rotation, RotationNotSaved
-from .session import RelaySession
+from .rotate import Rotation
+from .tokens import RelaySession
 from .trust import Contact
 
-__all__ = ["ChatClient", "ClientError", "Contact", "ContactChanged", "KeyChangeBlocked", "KeyChanged", "KeyNotShown",
-           "LocalDataWarning", "RotationNotSaved", "Shown"]
+__all__ = ["ChatClient"]
 
 log = logging.getLogger("e2ee.client")
 REQUIRED_LEVEL = 4
@@ -197,14 +189,14 @@ class ChatClient(Contacts, Rotation):
 
     Args:
         server_url: relay address, e.g. ``http://127.0.0.1:8765`` (``https://`` for TLS), normalised
-            (:func:`client_tui.profiles.normalize_url`); ``cafile``: a certificate to trust (``E2EE_CAFILE``).
+            (:func:`client_tui.core.profiles.normalize_url`); ``cafile``: a certificate to trust (``E2EE_CAFILE``).
         username: the account name, canonicalised here (``Alice`` is ``alice``,
             :func:`shared.names.canonical_username`); the profile folder is named after that form.
         profile_root: folder for per-account files (keystore 0600, contacts, history cache);
             default: the platform's user data folder (platformdirs).
         kdf: Argon2id cost override for the keystore (tests use a small one).
         backoff: ``(first, most)`` reconnect delays in seconds (doubling, with jitter).
-        clock: the clock token lifetimes are measured on, as intervals (``client_tui.session``).
+        clock: the clock token lifetimes are measured on, as intervals (``client_tui.core.tokens``).
     """
 
     def __init__(self, server_url: str, username: str, profile_root: Path | None = None, kdf: dict | None = None,
@@ -221,7 +213,7 @@ class ChatClient(Contacts, Rotation):
         self.session = RelaySession(clock)  # access token, refresh credential, renewals
         self.hello: frames.Hello | None = None
         self.events: asyncio.Queue[Event] = asyncio.Queue()
-        self.trust = None  # the sealed trust store (client_tui.trust), once the keystore is open
+        self.trust = None  # the sealed trust store (client_tui.core.trust), once the keystore is open
         self._loose: dict[str, Contact] = {}
         self.membership = Membership(self)  # the verified logs: who is in each conversation
         self.local_warnings: list[str] = []  # what was lost or damaged on this machine, in words
@@ -244,7 +236,7 @@ class ChatClient(Contacts, Rotation):
         self._passphrase: str | None = None
         self._local_key = b""
         self._bundle: keystore.KeyBundle | None = None
-        self._keys_lock = asyncio.Lock()  # one rotation step at a time (client_tui.rotate)
+        self._keys_lock = asyncio.Lock()  # one rotation step at a time (client_tui.core.rotate)
         self._http = httpx2.AsyncClient(base_url=self.server_url, timeout=30, verify=self._tls)
         self._ws: ClientConnection | None = None
         self._reader: asyncio.Task | None = None
@@ -417,7 +409,7 @@ class ChatClient(Contacts, Rotation):
     # -- conversations --------------------------------------------------------------------------------
     async def create_conversation(self, title: str, members: list[str]) -> str:
         """Create a conversation with ``members`` (I am added) from a signed creation statement
-        (``client_tui.membership_ops.create``); returns its id. Every member's keys are fetched and
+        (``client_tui.core.membership_ops.create``); returns its id. Every member's keys are fetched and
         pinned first, so a member without keys is named before anything is created.
 
         Raises:

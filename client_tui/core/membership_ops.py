@@ -85,7 +85,7 @@ async def create(ms: Membership, title: str, users: Sequence[str], admins: Seque
     await ms.sync(cid)
     if c.history is not None:
         await c.history.save_conversations([(cid, st.title, list(st.usernames))])
-    from .core import ConversationsChanged
+    from .client import ConversationsChanged
 
     await c.events.put(ConversationsChanged(cid))
     return cid
@@ -114,7 +114,7 @@ async def change_members(ms: Membership, cid: str, add: Sequence[str] = (), remo
     after = c.members.get(cid, [])
     if c.history is not None:
         await c.history.save_conversations([(cid, c.titles.get(cid, cid), after)])
-    from .core import ConversationsChanged
+    from .client import ConversationsChanged
 
     await c.events.put(ConversationsChanged(cid, tuple(sorted(set(after) - before)),
                                             tuple(sorted(before - set(after)))))
@@ -176,7 +176,7 @@ async def refresh(ms: Membership) -> dict[str, list[str]]:
     moved is fetched and verified, and what this client shows and seals to is the verified head
     (the relay's member list is only a hint, used for nothing but a legacy conversation's name).
     Returns ``{id: [members]}``."""
-    from .core import ConversationsChanged
+    from .client import ConversationsChanged
 
     c = ms.client
     data = await c._request("GET", "/v1/conversations")

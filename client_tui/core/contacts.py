@@ -4,7 +4,7 @@ Trust decisions live here, in the client (DESIGN §10): whose key a key answer i
 asked for), whether a changed key is the newest of a rotation chain the pinned key signed, what the
 user compared before "verify" (the decision carries the key ids that were on screen), and how a
 message's sender is marked. What was decided is kept in the sealed trust store
-(:mod:`client_tui.trust`).
+(:mod:`client_tui.core.trust`).
 """
 
 from __future__ import annotations
@@ -130,7 +130,7 @@ class Contacts:
         """Fetch ``user``'s published keys and pin them on first use; return the pinned keys.
 
         A key that differs from the pinned one is checked against the relay's key history
-        (:mod:`client_tui.chain`): keys older than ones already seen are refused as a rollback
+        (:mod:`client_tui.core.chain`): keys older than ones already seen are refused as a rollback
         (:class:`KeyChanged` with ``rollback``); others are kept as ``pending`` with the chain's
         verdict, sending to that user blocked until :meth:`accept_key` or :meth:`verify_contact`.
 

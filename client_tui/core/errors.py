@@ -1,5 +1,5 @@
-"""The client's own errors (beside the protocol's, ``shared.errors``): a failed relay request, a
-refused downgrade, and the reasons a message waits for the user (a key change, a larger audience).
+"""The client's own errors (beside the protocol's, ``shared.errors``): a failed relay request
+and the reasons a message waits for the user (a key change, a larger audience).
 """
 
 from __future__ import annotations
@@ -32,12 +32,6 @@ class ClientError(E2EEError):
             self.code = code
         self.detail = detail
         self.status = status
-
-
-class DowngradeRefused(E2EEError):
-    """The relay announced a security level below the one this client requires (4)."""
-
-    code = "downgrade_refused"
 
 
 class KeyChangeBlocked(E2EEError):

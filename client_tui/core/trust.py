@@ -1,7 +1,7 @@
 """The sealed trust store: what this client decided to trust, encrypted and authenticated on disk.
 
 One file per account, ``trust.sealed`` beside the keystore (mode 0600, written atomically by
-:mod:`client_tui.private`)::
+:mod:`client_tui.core.private`)::
 
     {"format": "e2ee-chat-trust", "v": 1, "username": ..., "nonce": b64url(12),
      "ciphertext": b64url(AES-256-GCM(payload JSON) || tag)}

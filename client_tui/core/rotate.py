@@ -223,7 +223,7 @@ class Rotation:
         rec.info = {"timings": timings, "skid": h.skid, "rkids": list(h.rkids), "warning": found[1],
                     "mine": h.snd == self.username, "wrap_kid": me.wrap_kid, "opened_later": True}
         await self.history.put(rec)
-        from .core import RecordChanged
+        from .client import RecordChanged
 
         await self.events.put(RecordChanged(rec))
         return True

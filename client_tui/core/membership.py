@@ -4,7 +4,7 @@ Who is in a conversation is what its log says, as this client verified it from t
 statement, never what the relay lists. :class:`Membership` (one per :class:`ChatClient`):
 
 * **verifies** each conversation's log (``shared.membership_chain.Chain``), remembers the verified
-  head per conversation in the sealed trust store (``client_tui.trust``), and notices a fork (another
+  head per conversation in the sealed trust store (``client_tui.core.trust``), and notices a fork (another
   statement for an epoch verified before, or a log older than one verified before) and a withheld
   change (the relay says the log is at an epoch it does not show);
 * **tells the user**: every verified change is a line in the conversation (a ``system`` record
@@ -14,7 +14,7 @@ statement, never what the relay lists. :class:`Membership` (one per :class:`Chat
   statements, retrying on a concurrent change;
 * **seals only to the newest verified epoch** (:meth:`audience`), and none while a newer one is
   known to exist, binding each member's key ids from the log: a member's key is the one the log
-  names, if it is the one this user accepts for them now (:mod:`client_tui.member_keys`);
+  names, if it is the one this user accepts for them now (:mod:`client_tui.core.member_keys`);
 * **checks every envelope** against the log (``ep``/``mh``, the sender, ``rkids``) before opening it,
   and marks one sealed to an epoch with a member removed since;
 * keeps **each message to the audience it was written for** (:meth:`Audience.admit`): a larger
@@ -52,7 +52,7 @@ from .errors import AudienceGrew, ClientError, KeyChangeBlocked, LogUnavailable
 from .member_keys import Audience
 
 if TYPE_CHECKING:
-    from .core import ChatClient
+    from .client import ChatClient
 
 log = logging.getLogger("e2ee.client.membership")
 MAX_WARNINGS = 200  # per conversation, remembered so that a warning is shown once
@@ -287,7 +287,7 @@ class Membership:
 
     # -- what the user sees ----------------------------------------------------------------------------
     async def _system(self, cid: str, lid: str, sender: str, text: str, ts: int, info: dict) -> None:
-        from .core import RecordChanged
+        from .client import RecordChanged
         from .history import Record
 
         c = self.client

@@ -79,7 +79,7 @@ class Record:
         ctr: the sender's counter in this conversation.
         state: mine: ``sealing`` -> ``sending`` -> ``stored`` -> ``delivered`` (or ``blocked``
             by a key change or a larger audience, or ``failed``); received: ``received``; or
-            ``unreadable``; or ``system``: a line about a membership change (``client_tui.membership``).
+            ``unreadable``; or ``system``: a line about a membership change (``client_tui.core.membership``).
         reason, detail: error code and message (unreadable or failed).
         envelope: the envelope bytes the relay stored (ciphertext).
         info: ``timings`` (ms per primitive), ``recipients`` (usernames and key ids),

@@ -1,6 +1,6 @@
 """Private keys at rest: one file per account, encrypted under the user's passphrase.
 
-File (UTF-8 JSON, mode 0600, written atomically by :mod:`client_tui.private`)::
+File (UTF-8 JSON, mode 0600, written atomically by :mod:`client_tui.core.private`)::
 
     {"format": "e2ee-chat-keystore", "v": 1, "username": ..., "wrap_kid": ..., "sign_kid": ...,
      "kdf": {"name": "argon2id", "salt": b64url(16), "iterations": 3, "memory_kib": 65536, "lanes": 4},
@@ -20,13 +20,13 @@ The secret JSON holds:
 
 * ``wrap_private`` (RSA, PKCS#8 DER) and ``sign_private`` (Ed25519 raw seed), base64url;
 * ``local_key`` (32 random bytes, base64url): the key of the local history cache (see
-  :mod:`client_tui.history`); added on first use to older files;
+  :mod:`client_tui.core.history`); added on first use to older files;
 * ``trust_key`` (32 random bytes, base64url): the key of the sealed trust store (see
-  :mod:`client_tui.trust`); added on first open to older files;
+  :mod:`client_tui.core.trust`); added on first open to older files;
 * ``retired``: earlier key pairs (same two members each) kept after a key rotation, so that
   messages sealed to an old key before the rotation was seen can still be opened;
 * ``pending``: new key pairs saved *before* they are published by a rotation (phase 1 of
-  :mod:`client_tui.rotate`), or null. Until the rotation is committed locally they open messages
+  :mod:`client_tui.core.rotate`), or null. Until the rotation is committed locally they open messages
   sealed to them, so a failure between publishing and committing loses nothing.
 
 Export and import move the encrypted file as it is: it stays encrypted under the passphrase.
