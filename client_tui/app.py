@@ -17,7 +17,7 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
-from shared.errors import E2EEError
+from shared.errors import E2EEError, ErrorCode
 
 from .chatscreen import ChatScreen
 from .core import ChatClient
@@ -115,7 +115,7 @@ class ChatApp(App):
                 return
             # logged in on this machine, not at the relay (down, or the password refused): the
             # session logs in when the relay answers, or asks for the password again
-            toast(self, describe(exc), severity="error", timeout=8 if exc.code == "unreachable" else 30)
+            toast(self, describe(exc), severity="error", timeout=8 if exc.code == ErrorCode.UNREACHABLE else 30)
         self._open_chat()
 
     def _open_chat(self) -> None:
@@ -163,7 +163,7 @@ class ChatApp(App):
         try:
             await client.refresh_conversations()
         except E2EEError as exc:
-            if exc.code != "unreachable":  # offline is on the status bar
+            if exc.code != ErrorCode.UNREACHABLE:  # offline is on the status bar
                 toast(self, f"could not load conversations: {exc.message}", severity="warning")
         if not self.is_running:  # closed while the conversations loaded (see below)
             return

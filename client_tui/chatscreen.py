@@ -15,7 +15,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Label, ListItem, ListView, Static
 
-from shared.errors import E2EEError, EnvelopeTooLarge
+from shared.errors import E2EEError, EnvelopeTooLarge, ErrorCode
 
 from . import audience
 from .connection import PasswordScreen, StateLog, downgraded, needs_password
@@ -239,7 +239,7 @@ class ChatScreen(Screen):
         for ev in events:
             if isinstance(ev, RecordChanged):
                 rec = ev.record
-                if rec.mine and rec.state == "blocked" and rec.reason == "audience_grew":
+                if rec.mine and rec.state == "blocked" and rec.reason == ErrorCode.AUDIENCE_GREW:
                     audience.ask(self, rec)  # members joined since it was written: its author decides
                 if ev.new and not rec.mine:
                     self.app.notifier.message(rec, self.client.titles.get(rec.conversation, rec.conversation),

@@ -15,7 +15,7 @@ import json
 import sys
 import time
 
-from shared.errors import E2EEError
+from shared.errors import E2EEError, ErrorCode
 from shared.keys import fingerprint
 
 from .core import AudienceGrew, ChatClient, ClientError, Delivered, KeyChangeBlocked, RecordChanged, keystore, profiles
@@ -73,7 +73,7 @@ async def logged_in(args, *, offline_ok: bool = False) -> tuple[ChatClient, bool
     try:
         await client.login(args.password, args.passphrase)
     except ClientError as exc:
-        if not (offline_ok and exc.code == "unreachable" and client.identity is not None):
+        if not (offline_ok and exc.code == ErrorCode.UNREACHABLE and client.identity is not None):
             await client.close()
             raise
         err(f"offline: {describe(exc)}; showing what is stored on this machine")

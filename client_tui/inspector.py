@@ -10,14 +10,14 @@ from rich.table import Table
 from rich.text import Text
 
 from shared.b64 import b64u_decode
-from shared.errors import E2EEError
+from shared.errors import E2EEError, ErrorCode
 
 from .core.history import Record
 from .display import shorten
 from .safe import one_line, plain
 
 UNREADABLE_TEXT = {
-    "not_a_recipient": "a message you cannot read (it was not encrypted for your key)",
+    ErrorCode.NOT_A_RECIPIENT: "a message you cannot read (it was not encrypted for your key)",
 }
 
 
@@ -25,37 +25,37 @@ _MALFORMED = "it is not a well-formed envelope: damaged on the way, or built wro
 # What each reason an envelope fails to open means, in words a user can act on (the inspector
 # shows it next to the error code; PROTOCOL.md §5.7 lists the checks).
 REASON_WORDS = {
-    "conversation_mismatch": "it was written for another conversation: the relay delivered it in this one",
-    "sender_mismatch": "the relay names someone other than the sender who signed it",
-    "signature_invalid": "its signature does not verify: it was changed after it was sent, or forged",
-    "unknown_sender_key": "it is signed with a key that is not the one you have for this sender",
-    "decryption_failed": "its encrypted text fails the integrity check: it was changed on the way",
-    "unwrap_failed": "the message key encrypted for you is damaged, or was not made for your key",
-    "not_a_recipient": "it was not encrypted for your key",
-    "retired_sender_key": "it is signed by a key its sender replaced, and the relay stored it after the "
+    ErrorCode.CONVERSATION_MISMATCH: "it was written for another conversation: the relay delivered it in this one",
+    ErrorCode.SENDER_MISMATCH: "the relay names someone other than the sender who signed it",
+    ErrorCode.SIGNATURE_INVALID: "its signature does not verify: it was changed after it was sent, or forged",
+    ErrorCode.UNKNOWN_SENDER_KEY: "it is signed with a key that is not the one you have for this sender",
+    ErrorCode.DECRYPTION_FAILED: "its encrypted text fails the integrity check: it was changed on the way",
+    ErrorCode.UNWRAP_FAILED: "the message key encrypted for you is damaged, or was not made for your key",
+    ErrorCode.NOT_A_RECIPIENT: "it was not encrypted for your key",
+    ErrorCode.RETIRED_SENDER_KEY: "it is signed by a key its sender replaced, and the relay stored it after the "
                           "replacement: a stolen or leaked old key, not the sender",
-    "key_change_unreviewed": "it is signed by a new key of the sender that their previous key did not sign: "
+    ErrorCode.KEY_CHANGE_UNREVIEWED: "it is signed by a new key of the sender that their previous key did not sign: "
                              "review the key change (Ctrl+K) to read it",
-    "key_commitment_invalid": "the key it carries for you is not the one it committed to: its sender may show "
+    ErrorCode.KEY_COMMITMENT_INVALID: "the key it carries for you is not the one it committed to: its sender may show "
                               "different people different texts",
-    "audience_mismatch": "it was sealed to other people than the conversation's verified members",
-    "epoch_mismatch": "it was sealed to a membership change the relay has not shown you, or to another "
+    ErrorCode.AUDIENCE_MISMATCH: "it was sealed to other people than the conversation's verified members",
+    ErrorCode.EPOCH_MISMATCH: "it was sealed to a membership change the relay has not shown you, or to another "
                       "history of the members than the one you verified",
-    "recipient_list_invalid": "its list of recipients was changed after it was signed",
-    "recipient_duplicated": "its list of recipients names one key twice",
-    "unsupported_algorithm": "it uses a format or an algorithm this client does not accept",
-    "envelope_too_large": "it is larger than this client accepts",
-    "too_many_recipients": "it names more recipients than this client accepts",
-    "envelope_malformed": _MALFORMED, "base64_invalid": _MALFORMED, "nonce_invalid": _MALFORMED,
-    "tag_invalid": _MALFORMED, "trailing_data": _MALFORMED, "duplicate_member": _MALFORMED,
-    "malformed": _MALFORMED,
+    ErrorCode.RECIPIENT_LIST_INVALID: "its list of recipients was changed after it was signed",
+    ErrorCode.RECIPIENT_DUPLICATED: "its list of recipients names one key twice",
+    ErrorCode.UNSUPPORTED_ALGORITHM: "it uses a format or an algorithm this client does not accept",
+    ErrorCode.ENVELOPE_TOO_LARGE: "it is larger than this client accepts",
+    ErrorCode.TOO_MANY_RECIPIENTS: "it names more recipients than this client accepts",
+    ErrorCode.ENVELOPE_MALFORMED: _MALFORMED, ErrorCode.BASE64_INVALID: _MALFORMED, ErrorCode.NONCE_INVALID: _MALFORMED,
+    ErrorCode.TAG_INVALID: _MALFORMED, ErrorCode.TRAILING_DATA: _MALFORMED, ErrorCode.DUPLICATE_MEMBER: _MALFORMED,
+    ErrorCode.MALFORMED: _MALFORMED,
 }
 
 
 def unreadable_text(reason: str, sender: str | None = None) -> str:
     """The message list's line for a message that did not open ("could not verify"); a message
     held back by a key change names the sender: "bob's key changed: review it to read this"."""
-    if reason == "key_change_unreviewed":
+    if reason == ErrorCode.KEY_CHANGE_UNREVIEWED:
         return f"{one_line(sender) if sender else 'the sender'}'s key changed: review it to read this"
     return UNREADABLE_TEXT.get(reason, "could not verify")
 

@@ -26,7 +26,7 @@ from cryptography.hazmat.primitives.asymmetric import padding
 
 from shared import envelope
 from shared.b64 import b64u_decode, b64u_encode
-from shared.errors import E2EEError
+from shared.errors import E2EEError, ErrorCode
 from shared.keys import Identity, PublicIdentity
 
 from .attacks import Outcome
@@ -76,7 +76,7 @@ async def key_name(root: Path) -> Outcome:
             await alice.create_conversation("with carol", ["carol"])
             shown, refused = "the conversation was created with the relay's answer", False
         except E2EEError as exc:
-            shown, refused = exc.message, exc.code == "key_answer_mismatch"
+            shown, refused = exc.message, exc.code == ErrorCode.KEY_ANSWER_MISMATCH
         held = refused and set(alice.contacts) == {"alice"}
         return Outcome("key-name", "answered alice's key fetch for carol with mallory's keys, under mallory's name",
                        {"alice": shown}, attacker="the relay", read=None, held=held)
@@ -130,7 +130,7 @@ async def key_retired(root: Path) -> Outcome:
         await alice.connect()  # the thief's message comes by sync
         await alice.wait_synced()
         rec = await alice.history.by_seq(seq)
-        held = rollback and rec is not None and rec.text is None and rec.reason == "retired_sender_key"
+        held = rollback and rec is not None and rec.text is None and rec.reason == ErrorCode.RETIRED_SENDER_KEY
         shown = (f"rollback refused; the thief's message: could not verify ({rec.reason if rec else 'missing'}: "
                  "signed by a key bob replaced)")
         return Outcome("key-retired", "served bob's retired keys after his rotation; a thief with bob's old key and "

@@ -24,14 +24,16 @@ from websockets.exceptions import ConnectionClosed
 
 from shared import frames, l3, plain
 from shared.b64 import b64u_decode
-from shared.errors import AuthFailed, E2EEError, KeyInvalid
+from shared.errors import AuthFailed, E2EEError, ErrorCode, KeyInvalid
 from shared.keys import load_wrap_public_key
+
+from .errors import ClientError
 
 
 class LevelMismatch(E2EEError):
     """The relay runs another level than the one this client was asked to speak."""
 
-    code = "level_mismatch"
+    code = ErrorCode.LEVEL_MISMATCH
 
 
 @dataclass(frozen=True)
@@ -157,8 +159,7 @@ class LevelClient:
                     if fut is not None and not fut.done():
                         fut.set_result(frame.seq)
                 elif isinstance(frame, frames.Error) and frame.ref in self._pending:
-                    err = E2EEError(frame.message, field=frame.field)
-                    err.code = frame.code
+                    err = ClientError(frame.message, code=frame.code, field=frame.field, detail=frame.detail)
                     self._pending.pop(frame.ref).set_exception(err)
         except ConnectionClosed:
             pass

@@ -5,7 +5,7 @@ Used by the app (login screen, dialogs, toasts) and by every ``e2ee-chat`` sub-c
 
 from __future__ import annotations
 
-from shared.errors import E2EEError
+from shared.errors import E2EEError, ErrorCode
 
 from .safe import one_line
 
@@ -24,7 +24,7 @@ def describe(exc: BaseException) -> str:
     if isinstance(exc, E2EEError):
         code = getattr(exc, "code", "")
         text = exc.message
-        if code and code not in ("client_error", "keystore_error", "unreachable") and \
+        if code and code not in (ErrorCode.CLIENT_ERROR, ErrorCode.KEYSTORE_ERROR, ErrorCode.UNREACHABLE) and \
                 code.replace("_", " ") not in text:
             text = f"{text} ({code})"
         return one_line(text)

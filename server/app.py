@@ -36,7 +36,7 @@ from .relay import Relay
 from .retention import Retention
 from .sessions import BearerAuth
 from .settings import Settings
-from .web import ENVELOPE_TYPES, Limits, State, handler
+from .web import ENVELOPE_TYPES, Limits, State, error_answer
 from .web import claims_of as _claims
 from .web import client_address as _peer
 from .web import json_response as _json
@@ -68,7 +68,6 @@ class RotateBody(msgspec.Struct, forbid_unknown_fields=True):
 
 
 # -- handlers --------------------------------------------------------------------------------------
-@handler
 async def healthz(request: Request) -> Response:
     return _json({"ok": True, "level": _state(request).settings.level})
 
@@ -84,7 +83,6 @@ async def _load_keys(body: RegisterBody | RotateBody, username: str):
     return keys.PublicIdentity(username, wrap, sign)
 
 
-@handler
 async def relay_key(request: Request) -> Response:
     """Level 3: the relay's RSA public key (SPKI DER, b64url) and its key id, for clients to pin."""
     relay = _state(request).relay
@@ -93,7 +91,6 @@ async def relay_key(request: Request) -> Response:
     return _json({"relay_key": relay.relay_key_b64, "kid": keys.key_id(relay.relay_private.public_key())})
 
 
-@handler
 async def register(request: Request) -> Response:
     st = _state(request)
     st.limits.registrations.check(_peer(request))
@@ -116,7 +113,6 @@ def _key_json(username: str, row) -> dict:
     }
 
 
-@handler
 async def user_keys(request: Request) -> Response:
     claims = _claims(request)
     st = _state(request)
@@ -127,7 +123,6 @@ async def user_keys(request: Request) -> Response:
     return _json(_key_json(username, row))
 
 
-@handler
 async def user_key_history(request: Request) -> Response:
     """Every key the user published, oldest first, each with the rotation signature (b64url or null)
     made by the signing key before it, the statement's version, its counter (the row's index) and
@@ -147,7 +142,6 @@ async def user_key_history(request: Request) -> Response:
          "published_seq": r.published_seq} for i, r in enumerate(rows)]})
 
 
-@handler
 async def rotate_keys(request: Request) -> Response:
     """Publish new keys under a v2 rotation statement (shared.rotation) signed by the current
     signing key, naming the user, the current key ids and the next counter; members are told by a
@@ -201,19 +195,16 @@ async def _statement(request: Request, cid: str | None) -> Response:
                  200 if checked.duplicate else 201)
 
 
-@handler
 async def create_conversation(request: Request) -> Response:
     """A new conversation from its signed creation statement (the client chose its id)."""
     return await _statement(request, None)
 
 
-@handler
 async def append_statement(request: Request) -> Response:
     """The next statement of a conversation's membership log (add, remove, title, admins, update)."""
     return await _statement(request, request.path_params["cid"])
 
 
-@handler
 async def membership_log(request: Request) -> Response:
     """The conversation's membership log, oldest first (after epoch ``?after=N`` if given): all of
     it for a member, up to their removal for a former member."""
@@ -228,7 +219,6 @@ async def membership_log(request: Request) -> Response:
     return _json({"id": request.path_params["cid"], "statements": statements, "epoch": epoch, "head": head})
 
 
-@handler
 async def post_message(request: Request) -> Response:
     """REST send: the body is the envelope; same checks as the websocket; 201 with mid and seq.
 
@@ -254,7 +244,6 @@ async def post_message(request: Request) -> Response:
                  200 if stored.duplicate else 201)
 
 
-@handler
 async def list_conversations(request: Request) -> Response:
     claims = _claims(request)
     st = _state(request)
@@ -332,7 +321,8 @@ def create_app(settings: Settings) -> Starlette:
                 writer_engine.dispose()
             log.info("relay stopped")
 
-    return Starlette(routes=routes, lifespan=lifespan, middleware=middleware(settings))
+    return Starlette(routes=routes, lifespan=lifespan, middleware=middleware(settings),
+                     exception_handlers={E2EEError: error_answer})
 
 
 def middleware(settings: Settings) -> list[Middleware]:

@@ -56,9 +56,7 @@ class Passwords:
         """
         if self.pending >= self._limit:
             self.refused += 1
-            err = Busy(f"{self.pending} password checks in progress; retry later", field="password")
-            err.retry_after = 1.0
-            raise err
+            raise Busy(f"{self.pending} password checks in progress; retry later", field="password", retry_after=1.0)
         self.pending += 1
         try:
             async with self._slots:

@@ -41,7 +41,7 @@ class RateLimiter:
         """
         retry = self.wait(key, cost)
         if retry:
-            raise rate_limited(f"too many {self.name}; retry after {retry:.1f} s", self.name, retry)
+            raise RateLimited(f"too many {self.name}; retry after {retry:.1f} s", field=self.name, retry_after=retry)
         self.take(key, cost)
 
     def wait(self, key: str, cost: float = 1.0) -> float:
@@ -78,14 +78,6 @@ class RateLimiter:
             del self._buckets[k]
 
 
-def rate_limited(message: str, field: str, retry_after: float) -> RateLimited:
-    """A :class:`RateLimited` carrying ``retry_after`` (s) for the ``Retry-After`` header."""
-    err = RateLimited(message, field=field)
-    err.retry_after = retry_after
-    err.detail = {"retry_after": round(retry_after, 3)}
-    return err
-
-
 class Lockout:
     """Wrong-password lockout that strangers cannot use against an account's owner.
 
@@ -112,13 +104,13 @@ class Lockout:
         """
         retry = self.pairs.wait(f"{username}\x00{address}")
         if retry:
-            raise rate_limited(f"too many wrong passwords for {username} from this address; retry after "
-                               f"{retry:.0f} s", "password", retry)
+            raise RateLimited(f"too many wrong passwords for {username} from this address; retry after "
+                              f"{retry:.0f} s", field="password", retry_after=retry)
         if address not in self._known.get(username, ()):
             retry = self.users.wait(username)
             if retry:
-                raise rate_limited(f"too many wrong passwords for {username}; retry after {retry:.0f} s, "
-                                   "or from an address that logged in before", "password", retry)
+                raise RateLimited(f"too many wrong passwords for {username}; retry after {retry:.0f} s, "
+                                  "or from an address that logged in before", field="password", retry_after=retry)
 
     def failed(self, username: str, address: str) -> None:
         self.pairs.take(f"{username}\x00{address}")

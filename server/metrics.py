@@ -17,10 +17,9 @@ from starlette.responses import Response
 from shared.errors import AuthFailed
 
 from .auth import bearer_token
-from .web import handler, json_response, state
+from .web import json_response, state
 
 
-@handler
 async def metrics(request: Request) -> Response:
     """Counters: messages stored, cumulative relay time per phase (s; level-3 decryption counts as
     checks), writer batches and ops (ops / batches = the group-commit factor), connections online,

@@ -23,7 +23,7 @@ from shared.names import canonical_username
 from . import session_store, store
 from .session_store import Outcome
 from .sessions import session_ended
-from .web import State, claims_of, client_address, handler, json_response, read_body, state
+from .web import State, claims_of, client_address, json_response, read_body, state
 
 log = logging.getLogger("e2ee.relay.sessions")
 DAY_MS = 86_400_000
@@ -82,7 +82,6 @@ async def _verify_password(st: State, request: Request, username: str | None, pa
     return user
 
 
-@handler
 async def login(request: Request) -> Response:
     """``{"username", "password"}`` → a new session: ``{"token", "expires_in", "refresh",
     "refresh_expires_in", "session", "username"}``."""
@@ -108,7 +107,6 @@ async def login(request: Request) -> Response:
     return json_response(_tokens(st, s, secret))
 
 
-@handler
 async def refresh(request: Request) -> Response:
     """``{"refresh"}`` → new access token and a new refresh credential (the old one is spent).
 
@@ -143,19 +141,16 @@ async def _end(request: Request, reason: str, sids: list[str] | None = None, kee
     return json_response({"ended": len(ended)})
 
 
-@handler
 async def logout(request: Request) -> Response:
     """End the session of the presented access token."""
     return await _end(request, "logged_out", [claims_of(request).sid])
 
 
-@handler
 async def logout_everywhere(request: Request) -> Response:
     """End every session of the user, this one included."""
     return await _end(request, "logged_out_everywhere")
 
 
-@handler
 async def revoke(request: Request) -> Response:
     """End one of the user's sessions (e.g. a lost device), named by its id."""
     sid = request.path_params["sid"]
@@ -169,7 +164,6 @@ async def revoke(request: Request) -> Response:
     return await _end(request, "revoked", [sid])
 
 
-@handler
 async def list_sessions(request: Request) -> Response:
     """The user's live sessions, most recently used first."""
     st = state(request)
@@ -183,7 +177,6 @@ async def list_sessions(request: Request) -> Response:
         for r in rows]})
 
 
-@handler
 async def change_password(request: Request) -> Response:
     """``{"password", "new_password"}``: the new password; every other session ends."""
     st = state(request)

@@ -1,6 +1,7 @@
-"""What every REST handler shares: JSON answers and typed error answers, the per-process state,
-request bodies (media type checked; size capped by :mod:`server.bodycap`), bearer claims, client
-addresses, and the ``handler`` decorator that turns project errors into answers with a log line."""
+"""What every REST handler shares: JSON answers, the per-process state, request bodies (media type
+checked; size capped by :mod:`server.bodycap`), bearer claims, client addresses, and
+:func:`error_answer`, the one exception handler (``Starlette(exception_handlers=…)``) that turns
+every project error a handler raises into a typed JSON answer with a log line."""
 
 from __future__ import annotations
 
@@ -12,20 +13,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.websockets import WebSocket
 
-from shared.errors import (
-    AuthFailed,
-    Busy,
-    Conflict,
-    E2EEError,
-    Forbidden,
-    InvalidRequest,
-    KeyInvalid,
-    LimitExceeded,
-    MalformedInput,
-    NotFound,
-    RateLimited,
-    UnsupportedMediaType,
-)
+from shared.errors import AuthFailed, Busy, E2EEError, InvalidRequest, RateLimited, UnsupportedMediaType
 
 from .auth import Claims, Passwords, Tokens
 from .limits import Lockout, RateLimiter
@@ -38,11 +26,6 @@ log = logging.getLogger("e2ee.relay.http")
 JSON_TYPES = ("application/json",)
 ENVELOPE_TYPES = ("application/json", "application/jose+json")  # RFC 7516 §9: a JWE in JSON
 
-_STATUS = {
-    AuthFailed: 401, Forbidden: 403, NotFound: 404, Conflict: 409, LimitExceeded: 413,
-    RateLimited: 429, KeyInvalid: 422, UnsupportedMediaType: 415, MalformedInput: 400, Busy: 503,
-}
-
 
 def json_response(data: object, status: int = 200) -> Response:
     """``data`` as a JSON answer."""
@@ -50,13 +33,21 @@ def json_response(data: object, status: int = 200) -> Response:
 
 
 def error_response(exc: E2EEError) -> Response:
-    """``{"error": {"code", "message", "field"[, "detail"]}}`` with the status of PROTOCOL.md §9
-    (and ``Retry-After`` for rate_limited and busy)."""
-    status = next((s for cls, s in _STATUS.items() if isinstance(exc, cls)), 400)
-    resp = json_response({"error": exc.as_dict()}, status)
+    """``{"error": {"code", "message", "field"[, "detail"]}}`` with the error's HTTP status
+    (PROTOCOL.md §9), and ``Retry-After`` (whole seconds, at least 1) for rate_limited and busy."""
+    resp = json_response({"error": exc.as_dict()}, exc.status)
     if isinstance(exc, RateLimited | Busy):
-        resp.headers["Retry-After"] = str(max(1, round(getattr(exc, "retry_after", 1))))
+        resp.headers["Retry-After"] = str(max(1, round(exc.retry_after)))
     return resp
+
+
+async def error_answer(request: Request, exc: Exception) -> Response:
+    """The app's exception handler for :class:`E2EEError` (and so every subclass): the typed
+    answer of :func:`error_response` and one log line naming the route and the code (never a
+    secret)."""
+    assert isinstance(exc, E2EEError)  # registered for E2EEError only
+    log.info("%s %s refused code=%s", request.method, request.url.path, exc.code)
+    return error_response(exc)
 
 
 @dataclass
@@ -135,20 +126,6 @@ def claims_of(request: Request) -> Claims:
     if "auth_error" in box:
         raise box["auth_error"]
     raise AuthFailed("Authorization: Bearer token required", field="authorization")
-
-
-def handler(fn):
-    """Turn project errors into JSON error responses with a log line (never with secrets)."""
-
-    async def wrapped(request: Request) -> Response:
-        try:
-            return await fn(request)
-        except E2EEError as exc:
-            log.info("%s %s refused code=%s", request.method, request.url.path, exc.code)
-            return error_response(exc)
-
-    wrapped.__name__ = fn.__name__
-    return wrapped
 
 
 def client_address(request: Request) -> str:

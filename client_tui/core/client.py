@@ -42,6 +42,7 @@ from shared.errors import (
     DowngradeRefused,
     E2EEError,
     EnvelopeTooLarge,
+    ErrorCode,
     KeyAnswerMismatch,
     UnknownSenderKey,
 )
@@ -50,7 +51,7 @@ from shared.names import canonical_username
 
 from . import keystore, measure, membership_ops, profiles, transport
 from .contacts import ContactChanged, Contacts, KeyChanged, LocalDataWarning
-from .errors import ClientError, KeyChangeBlocked, MemberWithoutKey, SenderKeyUnavailable
+from .errors import NOT_ANSWERED, ClientError, KeyChangeBlocked, MemberWithoutKey, SenderKeyUnavailable
 from .history import History, Record, now_ms
 from .membership import Audience, Membership
 from .rotate import Rotation
@@ -314,7 +315,8 @@ class ChatClient(Contacts, Rotation):
             if rec.mid:
                 self._outgoing_by_mid[rec.mid] = item
         self._save_state()
-        await self._retry_unreadable(("not_a_recipient", "unwrap_failed"))  # sealed to keys this session has
+        # sealed to keys this session has
+        await self._retry_unreadable((ErrorCode.NOT_A_RECIPIENT, ErrorCode.UNWRAP_FAILED))
 
     def _meta(self) -> dict:
         s = self._state
@@ -330,7 +332,7 @@ class ChatClient(Contacts, Rotation):
         try:
             resp = await self._http.request(method, path, json=body, auth=self.session if auth else None)
         except httpx2.HTTPError as exc:
-            raise ClientError(transport.describe_failure(exc, self.server_url), code="unreachable") from None
+            raise ClientError(transport.describe_failure(exc, self.server_url), code=ErrorCode.UNREACHABLE) from None
         try:
             data = resp.json()
         except ValueError:
@@ -401,7 +403,7 @@ class ChatClient(Contacts, Rotation):
             if await self.session.refresh_now(self._http):
                 return
         except httpx2.HTTPError as exc:  # not a refusal: the supervisor retries with backoff
-            raise ClientError(transport.describe_failure(exc, self.server_url), code="unreachable") from None
+            raise ClientError(transport.describe_failure(exc, self.server_url), code=ErrorCode.UNREACHABLE) from None
         if not self._password:
             raise AuthFailed(f"the session ended ({self.session.ended or 'refused'}): log in again")
         await self._login(self._password)
@@ -465,7 +467,7 @@ class ChatClient(Contacts, Rotation):
         try:  # no session at all: the relay refuses the upgrade (403), or does not answer (offline)
             token = await self.session.fresh_access(self._http) if self.token is not None else "none"
         except httpx2.HTTPError as exc:
-            raise ClientError(transport.describe_failure(exc, self.server_url), code="unreachable") from None
+            raise ClientError(transport.describe_failure(exc, self.server_url), code=ErrorCode.UNREACHABLE) from None
         await self._set_state("connecting", self.server_url)
         try:
             ws = await connect(
@@ -477,25 +479,26 @@ class ChatClient(Contacts, Rotation):
             status = exc.response.status_code
             if status in (401, 403):
                 raise AuthFailed(f"the relay refused the token (HTTP {status})") from None
-            raise ClientError(f"websocket refused with HTTP {status}", code="unreachable", status=status) from None
+            raise ClientError(f"websocket refused with HTTP {status}", code=ErrorCode.UNREACHABLE,
+                              status=status) from None
         except (OSError, InvalidHandshake, TimeoutError) as exc:
-            raise ClientError(transport.describe_failure(exc, self.ws_url), code="unreachable") from None
+            raise ClientError(transport.describe_failure(exc, self.ws_url), code=ErrorCode.UNREACHABLE) from None
         try:
             hello = frames.decode_relay_frame(await ws.recv())
             if not isinstance(hello, frames.Hello):
-                raise ClientError("relay did not start with hello", code="protocol")
+                raise ClientError("relay did not start with hello", code=ErrorCode.PROTOCOL)
             if hello.level < REQUIRED_LEVEL:
                 raise DowngradeRefused(f"relay runs level {hello.level}; this client requires {REQUIRED_LEVEL}")
             ready = frames.decode_relay_frame(await ws.recv())
             if isinstance(ready, frames.Error):
                 raise AuthFailed(ready.message, field=ready.field)
             if not isinstance(ready, frames.Ready):
-                raise ClientError("relay did not send ready", code="protocol")
+                raise ClientError("relay did not send ready", code=ErrorCode.PROTOCOL)
         except ConnectionClosed as exc:
             code = exc.rcvd.code if exc.rcvd else None
             if code == CLOSE_AUTH:
                 raise AuthFailed("the relay refused the token") from None
-            raise ClientError(f"relay closed the connection ({code})", code="unreachable") from None
+            raise ClientError(f"relay closed the connection ({code})", code=ErrorCode.UNREACHABLE) from None
         except BaseException:
             await ws.close()
             raise
@@ -520,7 +523,7 @@ class ChatClient(Contacts, Rotation):
     async def _send_frame(self, frame) -> None:
         ws = self._ws
         if ws is None:
-            raise ClientError("not connected", code="offline")
+            raise ClientError("not connected", code=ErrorCode.OFFLINE)
         try:
             await ws.send(frames.encode(frame).decode())
         except ConnectionClosed:
@@ -528,7 +531,7 @@ class ChatClient(Contacts, Rotation):
             # that: a loop retrying on it would never yield to the reader.
             if self._ws is ws:
                 self._ws = None
-            raise ClientError("not connected", code="offline") from None
+            raise ClientError("not connected", code=ErrorCode.OFFLINE) from None
 
     def start(self) -> asyncio.Task:
         """Stay connected in the background: connect, and reconnect with exponential backoff
@@ -686,7 +689,8 @@ class ChatClient(Contacts, Rotation):
                 self._ws = None
             for fut in self._pending.values():
                 if not fut.done():
-                    fut.set_exception(ClientError("connection closed before the relay stored it", code="offline"))
+                    fut.set_exception(ClientError("connection closed before the relay stored it",
+                                                  code=ErrorCode.OFFLINE))
             self._pending.clear()
             self._outbox_wake.set()
             code = ws.close_code
@@ -793,7 +797,7 @@ class ChatClient(Contacts, Rotation):
             try:
                 await self.fetch_keys(user)
             except ClientError as exc:
-                if exc.code == "unreachable":  # no answer about the key at all: do not judge the message
+                if exc.code == ErrorCode.UNREACHABLE:  # no answer about the key at all: do not judge the message
                     raise SenderKeyUnavailable(user) from exc
                 log.info("could not fetch %s's keys: %s", user, exc.code)
                 break
@@ -963,7 +967,7 @@ class ChatClient(Contacts, Rotation):
         try:
             return await self.fetch_keys(user)
         except ClientError as exc:
-            if exc.code == "not_found" and exc.field != "username":
+            if exc.code == ErrorCode.NOT_FOUND and exc.field != "username":
                 raise MemberWithoutKey(f"{user} has published no key: nobody can write to them yet",
                                        field=user) from None
             raise
@@ -1055,12 +1059,12 @@ class ChatClient(Contacts, Rotation):
             ``offline`` when neither connected nor reconnecting), TimeoutError.
         """
         if self._ws is None and (self._supervisor is None or self._supervisor.done()):
-            raise ClientError("not connected", code="offline")
+            raise ClientError("not connected", code=ErrorCode.OFFLINE)
         item = await self._queue(conversation, text, hold=False)
         try:
             return await asyncio.wait_for(asyncio.shield(item.done), timeout)
         except TimeoutError:
-            await self._fail(item, ClientError("not stored in time", code="timeout"))
+            await self._fail(item, ClientError("not stored in time", code=ErrorCode.TIMEOUT))
             raise
 
     async def retry(self, lid: str) -> None:
@@ -1114,7 +1118,7 @@ class ChatClient(Contacts, Rotation):
                 await self._block(item, exc)
                 return True
             except ClientError as exc:
-                if exc.code in ("offline", "unreachable"):
+                if exc.code in NOT_ANSWERED:
                     return False
                 await self._fail(item, exc)
                 return True
@@ -1135,11 +1139,11 @@ class ChatClient(Contacts, Rotation):
             return False
         except ClientError as exc:
             self._pending.pop(rec.mid, None)
-            if exc.code == "offline":
+            if exc.code == ErrorCode.OFFLINE:
                 return False  # sent again after the reconnect
-            if exc.code == "rate_limited" and item.hold:
+            if exc.code == ErrorCode.RATE_LIMITED and item.hold:
                 await asyncio.sleep(float((exc.detail or {}).get("retry_after", 1.0)))
-            elif exc.code in ("recipients_mismatch", "epoch_stale") and item.reseals < MAX_RESEALS:
+            elif exc.code in (ErrorCode.RECIPIENTS_MISMATCH, ErrorCode.EPOCH_STALE) and item.reseals < MAX_RESEALS:
                 await self._reseal(item, exc)
             else:
                 await self._fail(item, exc)
@@ -1160,7 +1164,7 @@ class ChatClient(Contacts, Rotation):
         except KeyChangeBlocked as blocked:
             return await self._block(item, blocked)
         except ClientError as err:
-            if err.code in ("unreachable", "offline"):
+            if err.code in NOT_ANSWERED:
                 return  # still "sending": tried again on the next connection
             return await self._fail(item, err)
         except E2EEError as err:

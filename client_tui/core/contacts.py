@@ -15,7 +15,7 @@ import logging
 import time
 from dataclasses import dataclass
 
-from shared.errors import E2EEError, KeyAnswerMismatch, KeyChangeUnreviewed, RetiredSenderKey
+from shared.errors import E2EEError, ErrorCode, KeyAnswerMismatch, KeyChangeUnreviewed, RetiredSenderKey
 from shared.keys import PublicIdentity, fingerprint, safety_number
 from shared.names import canonical_username
 
@@ -34,7 +34,7 @@ class KeyNotShown(E2EEError):
     """A verify or accept decision names key ids that are not (or no longer) the ones to decide
     on: the key changed while the user compared it, or the user did not compare the new one."""
 
-    code = "key_not_shown"
+    code = ErrorCode.KEY_NOT_SHOWN
 
 
 @dataclass(frozen=True)

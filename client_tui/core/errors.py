@@ -4,7 +4,10 @@ and the reasons a message waits for the user (a key change, a larger audience).
 
 from __future__ import annotations
 
-from shared.errors import E2EEError
+from shared.errors import E2EEError, ErrorCode
+
+NOT_ANSWERED = (ErrorCode.UNREACHABLE, ErrorCode.OFFLINE)
+"""Codes of a request the relay did not answer (it may later): nothing was decided by it."""
 
 
 class SenderKeyUnavailable(Exception):
@@ -23,7 +26,7 @@ class SenderKeyUnavailable(Exception):
 class ClientError(E2EEError):
     """A request to the relay failed; ``code`` is the relay's error code when it sent one."""
 
-    code = "client_error"
+    code = ErrorCode.CLIENT_ERROR
 
     def __init__(self, message: str, *, code: str | None = None, field: str | None = None,
                  detail: dict | None = None, status: int | None = None) -> None:
@@ -40,7 +43,7 @@ class KeyChangeBlocked(E2EEError):
     ``users`` names every member whose change waits for a decision.
     """
 
-    code = "key_change_blocked"
+    code = ErrorCode.KEY_CHANGE_BLOCKED
 
     def __init__(self, message: str, *, field: str | None = None, users: tuple[str, ...] = ()) -> None:
         super().__init__(message, field=field)
@@ -50,7 +53,7 @@ class KeyChangeBlocked(E2EEError):
 class MemberWithoutKey(E2EEError):
     """A member of the conversation has published no key: nobody can send to them."""
 
-    code = "member_without_key"
+    code = ErrorCode.MEMBER_WITHOUT_KEY
 
 
 class AudienceGrew(KeyChangeBlocked):
@@ -59,7 +62,7 @@ class AudienceGrew(KeyChangeBlocked):
     decision; ``e2ee-chat send`` exits with code 4.
     """
 
-    code = "audience_grew"
+    code = ErrorCode.AUDIENCE_GREW
 
 
 class LogUnavailable(SenderKeyUnavailable):
@@ -78,4 +81,4 @@ class MemberKeyReplaced(E2EEError):
     stolen laptop is why keys are replaced) could read what is sealed to them. Nothing is sealed
     until the member's ``update`` statement moves their new keys into the log."""
 
-    code = "member_key_replaced"
+    code = ErrorCode.MEMBER_KEY_REPLACED

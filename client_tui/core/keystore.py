@@ -46,7 +46,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.argon2 import Argon2id
 
 from shared.b64 import b64u_decode, b64u_encode
-from shared.errors import E2EEError, InvalidRequest
+from shared.errors import E2EEError, ErrorCode, InvalidRequest
 from shared.keys import Identity
 from shared.names import normalise_secret, secret_candidates
 
@@ -61,13 +61,13 @@ PASSPHRASE_FORM = "rfc8265-opaque"  # noqa: S105 - the name of a normalisation, 
 class KeystoreError(E2EEError):
     """The keystore file is missing, damaged, or not for this account."""
 
-    code = "keystore_error"
+    code = ErrorCode.KEYSTORE_ERROR
 
 
 class WrongPassphrase(KeystoreError):
     """The passphrase does not open this keystore (or the file was altered)."""
 
-    code = "wrong_passphrase"
+    code = ErrorCode.WRONG_PASSPHRASE
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from shared.errors import ErrorCode
 from shared.keys import PublicIdentity
 from shared.membership import Member, Statement, member_of
 
@@ -116,7 +117,7 @@ async def _first_use(ms: Membership, m: Member) -> PublicIdentity:
     ms._published.pop(m.username, None)  # asked afresh: are they still the newest?
     ident = await ms._fetch_key(m.username, m.sign_kid, m.wrap_kid)
     if ident is None:
-        raise ClientError(f"the relay has no key {m.wrap_kid[:8]}… of {m.username}", code="not_found",
+        raise ClientError(f"the relay has no key {m.wrap_kid[:8]}… of {m.username}", code=ErrorCode.NOT_FOUND,
                           field=m.username)
     newest = ms._published.get(m.username, [ident])[-1]
     if (newest.wrap_kid, newest.sign_kid) != (ident.wrap_kid, ident.sign_kid):

@@ -36,6 +36,7 @@ from shared.errors import (
     E2EEError,
     EnvelopeMalformed,
     EpochMismatch,
+    ErrorCode,
     LegacyConversation,
     MembershipFork,
     MembershipWithheld,
@@ -48,7 +49,7 @@ from shared.membership_chain import Chain, check_audience, check_continuity
 
 from . import member_keys
 from . import membership_lines as lines
-from .errors import AudienceGrew, ClientError, KeyChangeBlocked, LogUnavailable
+from .errors import NOT_ANSWERED, AudienceGrew, ClientError, KeyChangeBlocked, LogUnavailable
 from .member_keys import Audience
 
 if TYPE_CHECKING:
@@ -224,7 +225,7 @@ class Membership:
                 await self._fetch_key(st.actor, st.akid)
                 added = chain.extend([st], self._resolve)
             except E2EEError as exc:
-                if isinstance(exc, ClientError) and exc.code in ("unreachable", "offline"):
+                if isinstance(exc, ClientError) and exc.code in NOT_ANSWERED:
                     raise
                 claim = _claim(text)
                 if claim is None or claim.cid != chain.cid or claim.ep > (prev.ep if prev is not None else -1):
@@ -279,7 +280,7 @@ class Membership:
                 self._published[user] = [PublicIdentity.from_json(k) for k in doc.get("keys", [])
                                          if k.get("username") == user]
             except ClientError as exc:
-                if exc.code in ("unreachable", "offline"):
+                if exc.code in NOT_ANSWERED:
                     raise
                 log.info("no key history for %s: %s", user, exc.code)
             found = find()
@@ -353,7 +354,7 @@ class Membership:
             try:
                 chain = await self.sync(cid)
             except ClientError as exc:  # offline: the log verified before (a message written now is sealed
-                if exc.code not in ("unreachable", "offline") or chain is None:  # to it, checked again on sending)
+                if exc.code not in NOT_ANSWERED or chain is None:  # to it, checked again on sending)
                     raise
         head, claimed = chain.head, self.claimed.get(cid)
         if head is None:
@@ -373,7 +374,8 @@ class Membership:
             raise MembershipFork(f"the relay's log has another statement for epoch {known} than the one verified "
                                  "here: nothing is sent until it serves that one", field="ep")
         if head.member(self.client.username) is None:
-            raise ClientError("you are not a member of this conversation", code="forbidden", field="conversation")
+            raise ClientError("you are not a member of this conversation", code=ErrorCode.FORBIDDEN,
+                              field="conversation")
         recipients = [await member_keys.sealed_to(self, m) for m in head.members]
         blocked = self.client.blocked_by(cid)
         if blocked:
@@ -413,7 +415,7 @@ class Membership:
             try:
                 chain = await self.sync(header.cid)
             except ClientError as exc:
-                if exc.code in ("unreachable", "offline"):
+                if exc.code in NOT_ANSWERED:
                     raise LogUnavailable(header.cid) from None
                 log.info("log of %s not fetched: %s", header.cid, exc.code)
                 chain = self.chains.setdefault(header.cid, Chain(header.cid))
@@ -470,7 +472,8 @@ class Membership:
 
     def waiting(self, cid: str) -> list:
         """My messages in ``cid`` waiting for my decision on a larger audience, oldest first."""
-        return [i for i in self.client._outbox if i.record.conversation == cid and i.record.reason == "audience_grew"]
+        return [i for i in self.client._outbox
+                if i.record.conversation == cid and i.record.reason == ErrorCode.AUDIENCE_GREW]
 
 
 def _claim(text: str) -> Statement | None:

@@ -3,7 +3,7 @@ renders them as text, never as markup, so a title or a name cannot style or hide
 
 from __future__ import annotations
 
-from shared.errors import E2EEError
+from shared.errors import E2EEError, ErrorCode
 from shared.membership import Statement
 
 
@@ -80,18 +80,18 @@ def legacy() -> str:
 
 
 WARNING_WORDS = {
-    "statement_signature_invalid": "ignored a change whose signature does not verify",
-    "actor_not_member": "ignored a change made by someone who is not a member",
-    "actor_key_mismatch": "ignored a change signed with a key the log does not name",
-    "epoch_skipped": "ignored a change that does not follow the log",
-    "chain_broken": "ignored a change that does not follow the log",
-    "conversation_mismatch": "ignored a change that belongs to another conversation",
-    "policy_violation": "ignored a change its author may not make",
-    "statement_malformed": "ignored a malformed change",
-    "membership_fork": "the relay's log contradicts the one verified here (a fork, or an older log)",
-    "membership_withheld": "the relay withholds a change of the members",
-    "epoch_mismatch": "a message was sealed to a change the relay does not show",
-    "invalid_request": "made before signed membership: read-only",
+    ErrorCode.STATEMENT_SIGNATURE_INVALID: "ignored a change whose signature does not verify",
+    ErrorCode.ACTOR_NOT_MEMBER: "ignored a change made by someone who is not a member",
+    ErrorCode.ACTOR_KEY_MISMATCH: "ignored a change signed with a key the log does not name",
+    ErrorCode.EPOCH_SKIPPED: "ignored a change that does not follow the log",
+    ErrorCode.CHAIN_BROKEN: "ignored a change that does not follow the log",
+    ErrorCode.CONVERSATION_MISMATCH: "ignored a change that belongs to another conversation",
+    ErrorCode.POLICY_VIOLATION: "ignored a change its author may not make",
+    ErrorCode.STATEMENT_MALFORMED: "ignored a malformed change",
+    ErrorCode.MEMBERSHIP_FORK: "the relay's log contradicts the one verified here (a fork, or an older log)",
+    ErrorCode.MEMBERSHIP_WITHHELD: "the relay withholds a change of the members",
+    ErrorCode.EPOCH_MISMATCH: "a message was sealed to a change the relay does not show",
+    ErrorCode.INVALID_REQUEST: "made before signed membership: read-only",
 }
 
 

@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING
 
 from shared import membership
 from shared.b64 import b64u_encode
-from shared.errors import InvalidRequest, MembershipFork, MembershipWithheld
+from shared.errors import ErrorCode, InvalidRequest, MembershipFork, MembershipWithheld
 from shared.membership import Statement, member_of
 from shared.names import canonical_username
 
 from . import membership_lines as lines
-from .errors import ClientError
+from .errors import NOT_ANSWERED, ClientError
 
 if TYPE_CHECKING:
     from .membership import Membership
@@ -35,14 +35,14 @@ async def _post(ms: Membership, cid: str, build: Callable[[Statement], Statement
     for attempt in range(POST_ATTEMPTS):
         chain = await ms.sync(cid)
         if chain.head is None:
-            raise ClientError("this conversation's membership log does not verify", code="membership_invalid")
+            raise ClientError("this conversation's membership log does not verify", code=ErrorCode.MEMBERSHIP_INVALID)
         st = build(chain.head)
         if st is None:
             return None
         try:
             await ms.client._request("POST", f"/v1/conversations/{cid}/log", {"statement": st.signed})
         except ClientError as exc:
-            if exc.code == "membership_conflict" and attempt < POST_ATTEMPTS - 1:
+            if exc.code == ErrorCode.MEMBERSHIP_CONFLICT and attempt < POST_ATTEMPTS - 1:
                 continue
             raise
         await ms.apply_own(st)  # my verified head now, whatever the relay shows next
@@ -199,7 +199,7 @@ async def refresh(ms: Membership) -> dict[str, list[str]]:
             try:
                 await ms.sync(cid)
             except ClientError as exc:
-                if exc.code in ("unreachable", "offline"):
+                if exc.code in NOT_ANSWERED:
                     raise
                 log.warning("log of %s not verified: %s", cid, exc.code)
         head = ms.head(cid)

@@ -25,7 +25,7 @@ import msgspec
 
 from shared import envelope, rotation
 from shared.b64 import b64u_encode
-from shared.errors import E2EEError
+from shared.errors import E2EEError, ErrorCode
 from shared.keys import Identity
 
 from . import keystore, measure
@@ -35,20 +35,21 @@ from .trust import Contact
 
 log = logging.getLogger("e2ee.client")
 
-RETRY_REASONS = ("not_a_recipient", "unwrap_failed", "unknown_sender_key", "key_change_unreviewed")
+RETRY_REASONS = (ErrorCode.NOT_A_RECIPIENT, ErrorCode.UNWRAP_FAILED, ErrorCode.UNKNOWN_SENDER_KEY,
+                 ErrorCode.KEY_CHANGE_UNREVIEWED)
 """Reasons a message may open later: a key this client did not have yet, or a decision not taken."""
 
 
 class RotationNotSaved(keystore.KeystoreError):
     """The new keys could not be saved before publishing: nothing changed, the old keys stay."""
 
-    code = "rotation_not_saved"
+    code = ErrorCode.ROTATION_NOT_SAVED
 
 
 class RotationConflict(E2EEError):
     """The relay's current keys are not the ones this keystore holds as current."""
 
-    code = "conflict"
+    code = ErrorCode.CONFLICT
 
 
 class Rotation:
@@ -185,7 +186,7 @@ class Rotation:
 
     async def _retry_held(self, user: str) -> None:
         """After a decision on ``user``'s keys: open again their messages held back or refused for it."""
-        await self._retry_unreadable(("key_change_unreviewed", "unknown_sender_key"), sender=user)
+        await self._retry_unreadable((ErrorCode.KEY_CHANGE_UNREVIEWED, ErrorCode.UNKNOWN_SENDER_KEY), sender=user)
 
     async def _retry_unreadable(self, reasons: tuple[str, ...], sender: str | None = None) -> int:
         """Open again every cached message that did not open for one of ``reasons`` (optionally

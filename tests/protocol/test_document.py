@@ -24,14 +24,25 @@ def section(title_start: str) -> str:
     return m.group(1)
 
 
-ERROR_CODES = sorted(
-    c.code for c in vars(errors).values() if isinstance(c, type) and issubclass(c, errors.E2EEError)
-)
+ERROR_CODES = sorted(errors.ErrorCode)
+ERROR_CLASSES = [c for c in vars(errors).values() if isinstance(c, type) and issubclass(c, errors.E2EEError)]
 
 
 @pytest.mark.parametrize("code", ERROR_CODES)
 def test_every_error_code_is_in_the_table(code):
     assert f"| `{code}`" in section("9. Error codes")
+
+
+@pytest.mark.parametrize("cls", ERROR_CLASSES, ids=lambda c: c.code)
+def test_the_tables_http_status_is_the_errors(cls):
+    """A status in brackets is the code's own; without one, the nearest ancestor's with one."""
+    rows = {m[1]: (int(m[2]) if m[2] else None, m[3]) for m in re.finditer(
+        r"^\| `([a-z0-9_]+)`(?: \[(\d+)\])? \| ([a-z0-9_–]+)", section("9. Error codes"), re.M)}
+    code, status = cls.code, None
+    while status is None:
+        status, parent = rows[code]
+        code = parent
+    assert status == cls.status
 
 
 def frame_classes(union) -> list[type[msgspec.Struct]]:
