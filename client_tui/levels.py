@@ -27,7 +27,7 @@ from shared.b64 import b64u_decode
 from shared.errors import AuthFailed, E2EEError, ErrorCode, KeyInvalid
 from shared.keys import load_wrap_public_key
 
-from .errors import ClientError
+from .core.errors import ClientError
 
 
 class LevelMismatch(E2EEError):
