@@ -54,7 +54,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     routes: dict[str, Path] = {}
     files: dict[str, bytes] = {}
 
-    def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+    def do_GET(self) -> None:  # the stdlib's name
         path = self.path.split("?", 1)[0]
         body = self.files.get(path)
         if body is None:
@@ -75,7 +75,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def log_message(self, format: str, *args) -> None:  # noqa: A002 - the stdlib's signature
+    def log_message(self, format: str, *args) -> None:  # the stdlib's signature
         pass
 
 
@@ -146,7 +146,7 @@ def _open_check(page, bits: int) -> dict:
     key = ed25519.Ed25519PublicKey.from_public_bytes(b64u_decode(got["sign_public_raw"]))
     try:
         opened = envelope.open(got["envelope"].encode(), me, key)
-    except Exception as exc:  # noqa: BLE001 - reported in the results, not fatal to the figures
+    except Exception as exc:  # reported in the results, not fatal to the figures
         return {"opened": False, "error": f"{type(exc).__name__}: {exc}"}
     return {"opened": opened.text == text, "error": None if opened.text == text else "text differs"}
 

@@ -15,8 +15,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+from . import __version__, machine
 from . import console as out
-from . import machine
 from . import targets as targets_mod
 from .suites import BY_NAME, SUITES, Suite
 
@@ -42,6 +42,7 @@ def _run(console: Console, suite: Suite, args: argparse.Namespace, results: dict
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="e2ee-bench", description=__doc__.splitlines()[0])
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--quick", action="store_true", help="small loops (< 30 s per suite), for CI smoke runs")
     common.add_argument("--json", dest="json_path", help="write results and machine facts to this JSON file")

@@ -43,7 +43,7 @@ from .wsclient import BenchClient, seal_to_head
 
 def _start_echo(workdir: Path) -> tuple[subprocess.Popen, int]:
     port = free_port()
-    log = open(workdir / "echo.stdout", "ab")  # noqa: SIM115 - owned by the child
+    log = open(workdir / "echo.stdout", "ab")  # owned by the child
     proc = subprocess.Popen([sys.executable, "-m", "bench.echo_app", "--port", str(port)], stdout=log,
                             stderr=subprocess.STDOUT)
     log.close()

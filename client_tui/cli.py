@@ -40,7 +40,7 @@ from shared.errors import E2EEError, InvalidRequest
 from shared.keys import fingerprint, safety_number
 from shared.names import canonical_username
 
-from . import commands, credentials
+from . import __version__, commands, credentials
 from .commands import EXIT_BLOCKED, EXIT_FAILED, err
 from .commands import fail as _fail
 from .core import ChatClient, ClientError, default_profile_root, keystore, profiles
@@ -123,6 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="Sub-commands: register, send, tail, search, keys (e2ee-chat SUB-COMMAND "
                                        "--help).")
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     _common(p, sub=False)
     p.add_argument("--register", action="store_true", help="create the account and its keys first")
     p.add_argument("--bits", type=int, default=3072, choices=[2048, 3072, 4096], help="RSA wrap key size")

@@ -24,6 +24,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from . import __version__
 from .core import ChatClient, MessageReceived
 from .display import shorten
 from .levels import LevelClient, LevelMessage
@@ -156,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="e2ee-demo", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("--data-dir", type=Path, help="folder for the relay and client files (default: a new temp dir)")
     parser.add_argument("--level", type=int, choices=[1, 2, 3, 4],
                         help="run only this level (default: level 4, then the level-3 contrast)")

@@ -291,7 +291,7 @@ class MessageLog(ScrollView, can_focus=True):
         if style is None:
             try:
                 style = self.get_component_rich_style(name) if name else self.rich_style
-            except Exception:  # noqa: BLE001 - not mounted yet
+            except Exception:  # not mounted yet
                 return Style()
             self._styles[name] = style
         return style

@@ -64,7 +64,7 @@ class RelayProcess:
             RuntimeError: the process exited or did not answer within ``timeout`` seconds.
         """
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        out = open(self.data_dir / "relay.stdout", "ab")  # noqa: SIM115 - owned by the child
+        out = open(self.data_dir / "relay.stdout", "ab")  # owned by the child
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "server", "serve", "--data-dir", str(self.data_dir), "--port", str(self.port),
              *self.extra_args],

@@ -8,6 +8,7 @@ import logging
 import os
 import sys
 
+from . import __version__
 from .settings import Settings
 
 
@@ -16,6 +17,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="e2ee-relay",
         description="e2ee-chat relay. Every option can also be set as E2EE_<NAME> in the environment.",
     )
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     p.add_argument("command", nargs="?", default="serve", choices=["serve", "migrate", "dev-cert"],
                    help="serve (default), migrate the database, or write a self-signed dev certificate")
     for f in dataclasses.fields(Settings):

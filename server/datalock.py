@@ -33,7 +33,7 @@ def lock_data_dir(folder: Path) -> IO[str]:
     Raises:
         DataDirLocked: another process holds it.
     """
-    f = open(folder / "relay.lock", "a+")  # noqa: SIM115 - held open until the process exits
+    f = open(folder / "relay.lock", "a+")  # held open until the process exits
     try:
         fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

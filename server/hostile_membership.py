@@ -213,5 +213,5 @@ class MembershipAttacks:
                                    frame.conversation, ghost)
                 try:
                     await other.send({"type": "websocket.send", "text": text})
-                except Exception:  # noqa: BLE001 - that connection is gone
+                except Exception:  # that connection is gone
                     other.cut = True

@@ -142,7 +142,7 @@ class Writer:
                 async with self._sessions() as session:
                     result = await session.run_sync(op)
                     await session.commit()
-        except Exception as exc:  # noqa: BLE001 - it goes to the caller that queued it
+        except Exception as exc:  # it goes to the caller that queued it
             if not fut.done():
                 fut.set_exception(exc)
             return
@@ -235,7 +235,7 @@ class Writer:
             return
         try:
             results = await self._transaction(live)
-        except Exception as exc:  # noqa: BLE001 - each error goes to the caller that queued it
+        except Exception as exc:  # each error goes to the caller that queued it
             if len(live) > 1:  # find the culprit: each op alone, so the others still commit
                 for item in live:
                     await self._commit([item])

@@ -4,4 +4,10 @@ Pure code, no I/O. Both the relay (``server``) and the client (``client_tui``) i
 it imports neither. The wire format is documented in ``docs/PROTOCOL.md``.
 """
 
-PROTOCOL_VERSION = 1
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__: str = version("e2ee-chat")
+    """The installed distribution's version (from its metadata, so pyproject.toml is its one source)."""
+except PackageNotFoundError:  # run from a source tree that was never installed
+    __version__ = "0+unknown"

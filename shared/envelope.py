@@ -451,7 +451,7 @@ def verify_signature(parsed: ParsedEnvelope, sign_key: ed25519.Ed25519PublicKey)
     return parsed.header
 
 
-def open(  # noqa: A001 - the module's public verb, used as envelope.open(...)
+def open(  # the module's public verb, used as envelope.open(...)
     data: bytes | ParsedEnvelope,
     me: Identity,
     resolve_sender_key: SenderKeyResolver | ed25519.Ed25519PublicKey,

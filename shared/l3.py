@@ -415,7 +415,7 @@ def seal(
     )
 
 
-def open(  # noqa: A001 - the module's public verb, used as l3.open(...)
+def open(  # the module's public verb, used as l3.open(...)
     session: Session,
     token: str | bytes,
     *,

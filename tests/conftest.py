@@ -19,7 +19,7 @@ FAST_RELAY_ENV = {
 }
 FAST_KDF = {"iterations": 1, "memory_kib": 8192, "lanes": 1}
 TEST_BITS = 2048
-PASSWORD = "pw-for-tests-only"  # noqa: S105
+PASSWORD = "pw-for-tests-only"
 
 
 def in_ci() -> bool:

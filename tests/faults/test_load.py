@@ -46,7 +46,7 @@ def enough_file_descriptors(need: int) -> int:
 @pytest.mark.slow
 @pytest.mark.parametrize("profile", ["groups", "mostly-idle"] if FULL else ["ci"])
 async def test_load_every_message_delivered_once_with_bounded_relay_memory(world, monkeypatch, profile):
-    CONNECTIONS, SENDERS, MESSAGES, RSS_BOUND_MIB = PROFILES[profile]  # noqa: N806
+    CONNECTIONS, SENDERS, MESSAGES, RSS_BOUND_MIB = PROFILES[profile]
     limit = enough_file_descriptors(2 * CONNECTIONS + 256)
     assert limit >= 2 * CONNECTIONS + 256, f"ulimit -n is {limit}: too few for {CONNECTIONS} connections"
     if not FULL:  # fixed test keys instead of generating 64 RSA keys in CI

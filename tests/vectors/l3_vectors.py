@@ -92,7 +92,7 @@ def l3_vectors() -> dict:
          "error": "UnwrapFailed", "code": "unwrap_failed", "field": "encrypted_key"},
         {"name": "oaep_mgf1_sha1", "tamper": "session key wrapped with MGF1-SHA-1",
          "token": ".".join([hs_parts[0], b64u(relay.public_key().encrypt(key, padding.OAEP(
-             mgf=padding.MGF1(hashes.SHA1()), algorithm=hashes.SHA256(), label=None)))] + hs_parts[2:]),  # noqa: S303
+             mgf=padding.MGF1(hashes.SHA1()), algorithm=hashes.SHA256(), label=None)))] + hs_parts[2:]),
          "challenge": b64u(challenge), "error": "UnwrapFailed", "code": "unwrap_failed", "field": "encrypted_key"},
     ]
     return {

@@ -264,8 +264,8 @@ def l4_negative(ids: dict[str, Identity]) -> dict:
         return b64u(bytes(raw))
 
     tag = unb64u(good["tag"])
-    sha1_mgf1 = padding.OAEP(mgf=padding.MGF1(hashes.SHA1()), algorithm=hashes.SHA256(), label=None)  # noqa: S303
-    sha1_all = padding.OAEP(mgf=padding.MGF1(hashes.SHA1()), algorithm=hashes.SHA1(), label=None)  # noqa: S303
+    sha1_mgf1 = padding.OAEP(mgf=padding.MGF1(hashes.SHA1()), algorithm=hashes.SHA256(), label=None)
+    sha1_all = padding.OAEP(mgf=padding.MGF1(hashes.SHA1()), algorithm=hashes.SHA1(), label=None)
     labelled = padding.OAEP(mgf=padding.MGF1(hashes.SHA256()), algorithm=hashes.SHA256(), label=b"e2ee-chat")
 
     # -- wrapping (signed by the real sender: the signature passes, the unwrap must not)
