@@ -32,7 +32,7 @@ import httpx2
 import msgspec
 from websockets.asyncio.client import connect
 
-from client_tui.relayproc import free_port
+from bench.tools.relayproc import free_port
 from shared import envelope, frames
 from shared.keys import Identity
 

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from client_tui.relayproc import RelayProcess
+from bench.tools.relayproc import RelayProcess
 
 # Cheap argon2id and no rate limits: the bench registers and logs in many users from one address
 # and sends as fast as the relay takes it. Everything else (SQLite synchronous, INFO logs,

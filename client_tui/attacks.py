@@ -28,11 +28,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from bench.tools.relayproc import RelayProcess
 from shared import frames
 
 from .core import ChatClient, ClientError
 from .demo import forms
-from .relayproc import RelayProcess
 
 SOURCES = ("client_tui.attacks_membership", "client_tui.key_attacks")
 """Modules whose ``ATTACKS`` the demo runs, in this order."""

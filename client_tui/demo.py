@@ -24,11 +24,12 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from bench.tools.relayproc import RelayProcess
+
 from . import __version__
 from .core import ChatClient, MessageReceived
 from .display import shorten
 from .levels import LevelClient, LevelMessage
-from .relayproc import RelayProcess
 
 SCRIPT = [
     ("alice", "Hello team! 👋 The launch plan is in the shared folder."),

@@ -24,6 +24,7 @@ import httpx2
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding
 
+from bench.tools.relayproc import RelayProcess
 from shared import envelope
 from shared.b64 import b64u_decode, b64u_encode
 from shared.errors import E2EEError, ErrorCode
@@ -32,7 +33,6 @@ from shared.keys import Identity, PublicIdentity
 from .attacks import Outcome
 from .core import ChatClient, KeyChanged
 from .core.contacts import KeyNotShown
-from .relayproc import RelayProcess
 from .salamander import salamander
 
 FAST_RELAY = {"E2EE_ARGON2_TIME_COST": "1", "E2EE_ARGON2_MEMORY_KIB": "8192", "E2EE_ARGON2_PARALLELISM": "1",

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.tools.relayproc import RelayProcess
 from client_tui.core import ChatClient
-from client_tui.relayproc import RelayProcess
 from shared.keys import Identity
 
 # Cheap argon2id for the relay's password hashes in tests (production defaults are 64 MiB, t=3).

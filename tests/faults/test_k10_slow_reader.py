@@ -18,7 +18,7 @@ import msgspec
 import pytest
 from websockets.exceptions import ConnectionClosed
 
-from client_tui.loadgen import rss_kib
+from bench.tools.loadgen import rss_kib
 from shared import envelope, frames
 from tests.relay.helpers import open_ws, recv_type, send_frame
 

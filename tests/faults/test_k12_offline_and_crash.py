@@ -9,8 +9,8 @@ from __future__ import annotations
 import asyncio
 import json
 
+from bench.tools.relayproc import RelayProcess
 from client_tui.core import MessageReceived
-from client_tui.relayproc import RelayProcess
 from tests.conftest import FAST_RELAY_ENV
 from tests.relay.helpers import open_ws, recv_type
 from tests.security.helpers import barrier, db_count, relay_log

@@ -1,5 +1,5 @@
 """Load, bounded and on loopback only: many real websocket connections, a set of active senders
-sealing real L4 envelopes for groups of 3 (``client_tui.loadgen.run_load``), every delivery
+sealing real L4 envelopes for groups of 3 (``bench.tools.loadgen.run_load``), every delivery
 counted: 0 lost, 0 errors, each message once per member after dedup, relay memory under a stated
 bound; p50/p99 latency (send to delivery) printed.
 
@@ -19,7 +19,7 @@ import resource
 
 import pytest
 
-from client_tui import loadgen
+from bench.tools import loadgen
 from shared.keys import Identity
 from tests.vectors import vectorlib
 

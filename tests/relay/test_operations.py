@@ -18,7 +18,7 @@ import httpx2
 import pytest
 import redis.asyncio as aioredis
 
-from client_tui.relayproc import free_port
+from bench.tools.relayproc import free_port
 from server.broker import Note, note_key, seal_note
 from server.migrate import upgrade
 from tests.conftest import FAST_RELAY_ENV, PASSWORD, start_relay

@@ -11,8 +11,8 @@ import httpx2
 import pytest
 from websockets.exceptions import ConnectionClosed
 
+from bench.tools.loadgen import _register, make_identities
 from client_tui.levels import LevelClient
-from client_tui.loadgen import _register, make_identities
 from server.devcert import write_dev_cert
 from shared import membership
 from tests.conftest import start_relay

@@ -9,8 +9,8 @@ import re
 import sqlite3
 from pathlib import Path
 
+from bench.tools.relayproc import RelayProcess
 from client_tui.core import ChatClient, ClientError, GapDetected, MessageReceived, MessageUnreadable
-from client_tui.relayproc import RelayProcess
 from shared import frames
 from shared.keys import Identity
 from tests.conftest import FAST_KDF, PASSWORD, start_relay

@@ -24,8 +24,8 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
+from bench.tools.loadgen import _register, make_identities, rss_kib
 from client_tui.core import MemberWithoutKey, MessageReceived, measure
-from client_tui.loadgen import _register, make_identities, rss_kib
 from server.settings import Settings
 from shared.errors import EnvelopeTooLarge
 from shared.keys import Identity

@@ -18,7 +18,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from client_tui.relayproc import free_port
+from bench.tools.relayproc import free_port
 
 
 @dataclass

@@ -27,7 +27,7 @@ from shared import envelope, frames, membership
 from shared.b64 import b64u_encode
 from shared.keys import Identity, spki_der
 
-PASSWORD = "load-test-password"  # noqa: S105 - throwaway accounts on a test relay
+PASSWORD = "load-test-password"
 
 
 def _keypair(_: int) -> tuple[bytes, bytes]:

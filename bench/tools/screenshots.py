@@ -1,6 +1,6 @@
 """Make the README's screenshots with the app's own ``save_screenshot`` (run by hand).
 
-    python -m client_tui.screenshots [docs/screenshots]
+    python -m bench.tools.screenshots [docs/screenshots]
 
 Starts a relay on a free port in a temporary folder, registers alice, bob and carol (RSA-3072),
 has them chat in a group, then drives alice's window headless (Textual's ``run_test``) at 80×24
@@ -16,8 +16,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .app import ChatApp
-from .core import ChatClient, Delivered
+from client_tui.app import ChatApp
+from client_tui.core import ChatClient, Delivered
+
 from .relayproc import RelayProcess
 
 SIZES = [(80, 24), (120, 40)]
