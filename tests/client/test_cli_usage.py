@@ -159,6 +159,6 @@ def test_ctrl_c_ends_tail_follow_at_once_quietly(home, relay, monkeypatch):
 
 
 def test_ctrl_c_ends_the_demo_quietly(tmp_path):
-    code, err = _interrupt_after(["client_tui.demo", "--level", "4", "--data-dir", str(tmp_path)], "data folder",
+    code, err = _interrupt_after(["bench.tools.demo", "--level", "4", "--data-dir", str(tmp_path)], "data folder",
                                  FAST_RELAY_ENV)
     assert code == 130 and "Traceback" not in err and "interrupted" in err

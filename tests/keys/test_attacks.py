@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from client_tui import key_attacks
+from bench.tools import key_attacks
 
 
 @pytest.mark.parametrize("name", list(key_attacks.ATTACKS))

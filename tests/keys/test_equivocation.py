@@ -10,7 +10,7 @@ import json
 import httpx2
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from client_tui.key_attacks import equivocating_envelope
+from bench.tools.key_attacks import equivocating_envelope
 from client_tui.widgets import reason_words, unreadable_text
 from shared.b64 import b64u_decode
 from tests.security.helpers import barrier

@@ -7,7 +7,7 @@ import os
 
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from client_tui.salamander import salamander
+from bench.tools.salamander import salamander
 
 
 def test_one_gcm_ciphertext_authenticates_under_two_keys():

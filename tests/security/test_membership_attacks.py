@@ -1,4 +1,4 @@
-"""The membership attacks of ``e2ee-demo --attacks`` (client_tui/attacks_membership.py), each against a
+"""The membership attacks of ``e2ee-demo --attacks`` (bench/tools/attacks_membership.py), each against a
 real relay process (hostile modes of server/hostile_membership.py, or an honest relay for the
 password holder): the attacker reads 0 messages, nothing is sealed to it, its client store and
 captured frames hold none of the canary texts, and every member is told in plain words."""
@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from client_tui import attacks, demo
-from client_tui.attacks_membership import ATTACKS
+from bench.tools import attacks, demo
+from bench.tools.attacks_membership import ATTACKS
 
 HONEST = ("alice", "bob", "carol")
 

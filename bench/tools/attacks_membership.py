@@ -21,14 +21,14 @@ from pathlib import Path
 import httpx2
 from websockets.asyncio.client import connect
 
+from client_tui.core import ChatClient, MessageReceived, MessageUnreadable
+from client_tui.core import membership_lines as lines
+from client_tui.core.errors import ClientError
 from shared import frames, membership
 from shared.b64 import b64u_encode
 from shared.keys import Identity, spki_der
 
 from .attacks import PASSWORD, Outcome, Stage, canaries, canary_hits, settle
-from .core import ChatClient, MessageReceived, MessageUnreadable
-from .core import membership_lines as lines
-from .core.errors import ClientError
 
 MEMBERS = ("alice", "bob", "carol")
 

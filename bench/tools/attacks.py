@@ -29,12 +29,12 @@ from rich.table import Table
 from rich.text import Text
 
 from bench.tools.relayproc import RelayProcess
+from client_tui.core import ChatClient, ClientError
 from shared import frames
 
-from .core import ChatClient, ClientError
 from .demo import forms
 
-SOURCES = ("client_tui.attacks_membership", "client_tui.key_attacks")
+SOURCES = ("bench.tools.attacks_membership", "bench.tools.key_attacks")
 """Modules whose ``ATTACKS`` the demo runs, in this order."""
 
 
@@ -72,7 +72,7 @@ Attack = Callable[[Path], Awaitable[object]]
 FAST_RELAY = {"E2EE_ARGON2_TIME_COST": "1", "E2EE_ARGON2_MEMORY_KIB": "8192", "E2EE_ARGON2_PARALLELISM": "1",
               "E2EE_RATE_LOGINS_PER_MIN": "600"}
 FAST_KDF = {"iterations": 1, "memory_kib": 8192, "lanes": 1}
-PASSWORD = "attack demo password"  # noqa: S105 - throwaway demo accounts
+PASSWORD = "attack demo password"
 MAX_SEQ = 2**53 - 1
 
 

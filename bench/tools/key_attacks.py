@@ -25,20 +25,20 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding
 
 from bench.tools.relayproc import RelayProcess
+from client_tui.core import ChatClient, KeyChanged
+from client_tui.core.contacts import KeyNotShown
 from shared import envelope
 from shared.b64 import b64u_decode, b64u_encode
 from shared.errors import E2EEError, ErrorCode
 from shared.keys import Identity, PublicIdentity
 
 from .attacks import Outcome
-from .core import ChatClient, KeyChanged
-from .core.contacts import KeyNotShown
 from .salamander import salamander
 
 FAST_RELAY = {"E2EE_ARGON2_TIME_COST": "1", "E2EE_ARGON2_MEMORY_KIB": "8192", "E2EE_ARGON2_PARALLELISM": "1",
               "E2EE_RATE_LOGINS_PER_MIN": "600"}
 FAST_KDF = {"iterations": 1, "memory_kib": 8192, "lanes": 1}
-PASSWORD = "attack demo password"  # noqa: S105 - throwaway demo accounts
+PASSWORD = "attack demo password"
 _OAEP = padding.OAEP(mgf=padding.MGF1(algorithm=hashes.SHA256()), algorithm=hashes.SHA256(), label=None)
 
 
@@ -151,7 +151,7 @@ def equivocating_envelope(template: bytes, sender: Identity, honest: PublicIdent
                           text: str) -> tuple[bytes, bytes, bytes]:
     """What a hostile sender builds from one of its own envelopes (``template``: its epoch, head and
     recipients): a new message whose entry for ``fooled`` wraps another content key than every
-    other entry, with a ciphertext that authenticates under both keys (:mod:`client_tui.salamander`),
+    other entry, with a ciphertext that authenticates under both keys (:mod:`bench.tools.salamander`),
     a header committing to the first key, signed by ``sender`` (PROTOCOL.md §5.5).
 
     Returns:
@@ -215,4 +215,4 @@ async def equivocation(root: Path) -> Outcome:
 ATTACKS: dict[str, Callable[[Path], Awaitable[Outcome]]] = {
     "key-name": key_name, "key-swap": key_swap, "key-retired": key_retired, "equivocation": equivocation,
 }
-"""The key attacks by name, in the order ``e2ee-demo --attacks`` runs them (``client_tui.attacks``)."""
+"""The key attacks by name, in the order ``e2ee-demo --attacks`` runs them (``bench.tools.attacks``)."""

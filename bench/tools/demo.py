@@ -24,12 +24,11 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from bench import __version__
 from bench.tools.relayproc import RelayProcess
-
-from . import __version__
-from .core import ChatClient, MessageReceived
-from .display import shorten
-from .levels import LevelClient, LevelMessage
+from client_tui.core import ChatClient, MessageReceived
+from client_tui.display import shorten
+from client_tui.levels import LevelClient, LevelMessage
 
 SCRIPT = [
     ("alice", "Hello team! 👋 The launch plan is in the shared folder."),
@@ -38,7 +37,7 @@ SCRIPT = [
     ("alice", "Thanks both. Meeting at 10:30 ☕ — bring the 2FA codes."),
 ]
 USERS = ("alice", "bob", "carol")
-PASSWORD = "correct horse battery staple"  # noqa: S105 - demo account
+PASSWORD = "correct horse battery staple"
 
 
 def forms(text: str) -> dict[str, bytes]:
