@@ -150,9 +150,9 @@ def print_peers(console: Console, r: dict) -> None:
 
 
 def print_relay(console: Console, r: dict) -> None:
-    """Relay vs echo app."""
+    """Relay vs echo app: throughput, CPU per message, the relay's CPU split from its profile."""
     p = r["params"]
-    t = _table(f"relay vs bare echo app: {p['clients']} clients x {p['messages']} messages of 1 KB (L4 envelopes, "
+    t = _table(f"relay vs bare echo app: {p['clients']} clients for {p['seconds']:g} s each, 1 KB (L4 envelopes, "
                f"RSA-{p['bits']}), window {p['window']}", ["server", "msg/s", "CPU ms/msg", "wall s", "messages"])
     for k in ("relay", "relay_fsync", "echo"):
         s = r.get(k)
@@ -163,8 +163,15 @@ def print_relay(console: Console, r: dict) -> None:
                   str(s["messages"]))
     console.print(t)
     rel = r["relay"]
-    console.print(f"  relay/echo throughput = {r['ratio']:.3f} (target >= 0.5); acked {rel['acked']}, in the database "
-                  f"{rel['in_database']}; group commit {rel['group_commit_factor']:.1f} messages per transaction")
+    console.print(f"  relay/echo CPU per message = {r['cpu_ratio']:.2f} (target <= 3); throughput ratio "
+                  f"{r['ratio']:.3f}; acked {rel['acked']}, in the database {rel['in_database']}; group commit "
+                  f"{rel['group_commit_factor']:.1f} messages per transaction")
+    prof = rel.get("profile") or {}
+    if "shares" in prof:
+        console.print("  relay CPU split (py-spy): " + ", ".join(
+            f"{k} {100 * v:.0f} %" for k, v in prof["shares"].items()))
+    elif prof:
+        console.print(f"  relay profile skipped: {prof.get('skipped')}")
 
 
 def print_targets(console: Console, targets: list[dict]) -> None:

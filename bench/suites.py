@@ -93,10 +93,11 @@ SUITES: list[Suite] = [
           "bench.commitment", lambda a: {"n": 300 if a.quick else 5000, "bits": a.bits}),
     Suite("membership", "membership log: µs to verify a statement, a 100-epoch log, bytes v2 adds per envelope",
           "bench.membership", lambda a: {"n": _n(a)}),
-    Suite("relay", "relay CPU per message and throughput with 50 clients vs a bare echo app",
+    Suite("relay", "relay CPU per message and throughput with 50 clients vs a bare echo app (5 s runs each)",
           "bench.relay_load",
-          lambda a: {"clients": a.clients or (6 if a.quick else 50), "messages": a.messages or (10 if a.quick else 200),
-                     "bits": 2048 if a.quick else a.bits, "also_full": not a.quick}),
+          lambda a: {"clients": a.clients or (6 if a.quick else 50), "seconds": 1.0 if a.quick else 5.0,
+                     "pool": a.messages or (300 if a.quick else 1000), "bits": 2048 if a.quick else a.bits,
+                     "also_full": not a.quick}),
 ]
 
 BY_NAME: dict[str, Suite] = {s.name: s for s in SUITES}

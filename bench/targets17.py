@@ -61,15 +61,37 @@ def hybrid(rec: dict | None) -> list[dict]:
                higher_is_better=True)]
 
 
+def _run_length(x: dict) -> str:
+    ok = x["wall_s"] >= 5 or x["messages"] >= 100_000
+    return f"{x['wall_s']:.1f} s / {x['messages']:,} messages" + ("" if ok else " (short of 5 s and 100,000)")
+
+
+def profile_summary(prof: dict | None, n: int = 4) -> str:
+    """The relay's CPU split from its py-spy profile in a few words (the largest parts, the
+    largest functions by self time)."""
+    if not prof:
+        return "no profile"
+    if "shares" not in prof:
+        return f"no profile ({prof.get('skipped', '?')})"
+    parts = sorted(prof["shares"].items(), key=lambda kv: -kv[1])
+    top = ", ".join(f"{f['function'].split(' (')[0]} {100 * f['share']:.0f} %" for f in prof["top"][:n])
+    return (f"relay CPU split (py-spy, {prof['samples']} samples): "
+            + ", ".join(f"{k} {100 * v:.0f} %" for k, v in parts if v >= 0.005) + f"; largest functions: {top}")
+
+
 def relay_cpu(relay: dict | None) -> list[dict]:
-    """Relay CPU per message <= 3x the bare echo app's (measured by the relay suite as it stands)."""
+    """Relay CPU per message <= 3x the bare echo app's, both over runs of >= 5 s (or 100,000
+    frames), every ack after its commit and every acked message found in the database."""
     text = "relay CPU per message <= 3 x the echo app's CPU per message"
     if not relay:
         return [_t("relay_cpu", text, None, None, "the relay suite did not run")]
     r, e = relay["relay"], relay["echo"]
     return [_t("relay_cpu", text, r["cpu_ms_per_msg"] / e["cpu_ms_per_msg"], 3.0,
-               f"relay {r['cpu_ms_per_msg']:.3f} ms vs echo {e['cpu_ms_per_msg']:.4f} ms CPU per message; runs of "
-               f"{r['wall_s']:.1f} s and {e['wall_s']:.1f} s (the issue asks for >= 5 s or 100,000 frames each)")]
+               f"relay {r['cpu_ms_per_msg']:.3f} ms vs echo {e['cpu_ms_per_msg']:.4f} ms CPU per message "
+               f"(process CPU time); relay {r['throughput_msgs_per_s']:,.0f} msg/s over {_run_length(r)}, "
+               f"{r['in_database']:,}/{r['acked']:,} acked messages in the database after synchronous="
+               f"{r['synchronous']} commits; echo {e['throughput_msgs_per_s']:,.0f} frames/s over {_run_length(e)}; "
+               + profile_summary(r.get("profile")))]
 
 
 def cross_hop(cross: dict | None) -> list[dict]:

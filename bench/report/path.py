@@ -126,6 +126,18 @@ def _limits(rec) -> str:
                                    "first N over the envelope limit"], rows))
 
 
+def _profile_table(prof: dict | None) -> str:
+    if not prof or "shares" not in prof:
+        return f"\n\nNo profile of the relay in this run ({(prof or {}).get('skipped', 'not asked for')})."
+    parts = _table(["part of the relay's work", "share of its busy CPU"],
+                   [[k, f"{100 * v:.1f} %"] for k, v in prof["shares"].items()])
+    top = _table(["function (self time)", "share"],
+                 [[f["function"], f"{100 * f['share']:.1f} %"] for f in prof["top"][:8]])
+    return (f"\n\nWhere the relay's CPU goes in that run (py-spy attached without pausing it, {prof['samples']} "
+            f"samples; each sample counted once, by the innermost library frame, else the project's; "
+            f"bench/relay_profile.py says which file is which part):\n\n" + parts + "\n\n" + top)
+
+
 def _relay(relay) -> str:
     r, e, p = relay["relay"], relay["echo"], relay["params"]
     rows = []
@@ -134,23 +146,28 @@ def _relay(relay) -> str:
         if x:
             rows.append([f"relay (L4, SQLite synchronous={x['synchronous']}, ack after commit)",
                          f"{x['throughput_msgs_per_s']:.0f}", ms(x["cpu_ms_per_msg"]), f"{x['wall_s']:.2f}",
-                         str(x["messages"]), f"{x['in_database']}/{x['acked']}"])
+                         f"{x['messages']:,}", f"{x['in_database']:,}/{x['acked']:,}"])
     rows.append(["bare Starlette websocket echo app (same uvicorn settings)", f"{e['throughput_msgs_per_s']:.0f}",
-                 ms(e["cpu_ms_per_msg"]), f"{e['wall_s']:.2f}", str(e["messages"]), "-"])
+                 ms(e["cpu_ms_per_msg"]), f"{e['wall_s']:.2f}", f"{e['messages']:,}", "-"])
     table = _table(["server", "messages/s", "server CPU ms per message", "wall s", "messages",
                     "acked messages found in the database"], rows)
     split = r["relay_split_ms_per_msg"]
+    load = p.get("load")
     return (
-        f"{p['clients']} clients in pairs, {p['messages']} messages each, 1 KB text in L4 envelopes "
-        f"(RSA-{p['bits']}, sealed before the clock), at most {p['window']} unacknowledged per client.\n\n"
+        f"{p['clients']} clients in pairs, each sending for {p.get('seconds', 0):g} s (from a pool of "
+        f"{p.get('pool', 0):,} envelopes sealed before the clock), 1 KB text in L4 envelopes (RSA-{p['bits']}), "
+        f"at most {p['window']} "
+        f"unacknowledged per client; the echo app gets the same frame from as many clients for as long"
+        + (f" (load average at the end: {load[0]:.1f})" if load else "") + ".\n\n"
         + table
-        + f"\n\nRelay / echo throughput: **{relay['ratio']:.3f}** (target >= 0.5). Acked "
-        f"{r['acked']}, found in the relay's database after the run {r['in_database']}; the writer committed "
-        f"{r['group_commit_factor']:.1f} messages per transaction. Inside the relay (wall time per message while "
-        f"other messages wait too): checks {ms(split['checks_ms'])} ms, waiting for the commit "
-        f"{ms(split['commit_ms'])} ms, fan-out {ms(split['fanout_ms'])} ms."
+        + f"\n\nRelay / echo CPU per message: **{r['cpu_ms_per_msg'] / e['cpu_ms_per_msg']:.2f}**"
+        f" (target <= 3); throughput ratio {relay['ratio']:.3f} (target >= 0.5, limited by the one load client "
+        f"process on this 2-core machine). Acked {r['acked']:,}, found in the relay's database after the run "
+        f"{r['in_database']:,}; the writer committed {r['group_commit_factor']:.1f} messages per transaction. Inside "
+        f"the relay (wall time per message while other messages wait too): checks {ms(split['checks_ms'])} ms, "
+        f"waiting for the commit {ms(split['commit_ms'])} ms, fan-out {ms(split['fanout_ms'])} ms."
+        + _profile_table(r.get("profile"))
     )
-
 
 
 def whole_path(v: View) -> str | None:

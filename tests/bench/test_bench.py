@@ -129,8 +129,30 @@ def test_context_peers_relay_json_keys(quick_report):
     relay = results["relay"]
     assert relay["relay"]["acked"] == relay["relay"]["messages"]
     assert relay["relay"]["in_database"] == relay["relay"]["acked"]
-    assert relay["echo"]["messages"] == relay["relay"]["messages"]
-    assert relay["ratio"] > 0
+    assert relay["relay"]["delivered"] == relay["relay"]["acked"] > 0  # every acked message reached its peer
+    assert relay["echo"]["messages"] > 0 and relay["echo"]["wall_s"] >= relay["params"]["seconds"]
+    assert relay["ratio"] > 0 and relay["cpu_ratio"] > 0
+    prof = relay["relay"]["profile"]
+    if "skipped" not in prof:
+        assert prof["samples"] > 0 and abs(sum(prof["shares"].values()) - 1) < 1e-9
+
+
+def test_relay_profile_split_puts_each_stack_in_one_part():
+    from bench import relay_profile
+
+    stacks = {
+        "run (asyncio/runners.py);accept (server/sendpath.py);parse (shared/envelope.py);"
+        "b64u_decode (shared/b64.py)": 3,
+        "run (asyncio/runners.py);_commit (server/sendpath.py);run (server/writer.py);do_commit "
+        "(sqlalchemy/engine/default.py)": 2,
+        "run (asyncio/runners.py);endpoint (server/relay.py);recv (websockets/protocol.py)": 4,
+        "run (asyncio/runners.py);accept (server/sendpath.py);_members (server/sendpath.py)": 1,
+    }
+    out = relay_profile.split(stacks)
+    assert out["samples"] == 10
+    assert out["shares"]["parse"] == 0.3 and out["shares"]["commit"] == 0.2
+    assert out["shares"]["websocket and event loop"] == 0.4 and out["shares"]["checks"] == 0.1
+    assert out["top"][0] == {"function": "recv (websockets/protocol.py)", "share": 0.4}
 
 
 def require_browser() -> None:
