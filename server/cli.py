@@ -9,7 +9,7 @@ import os
 import sys
 
 from . import __version__
-from .settings import Settings
+from .settings import Settings, hostile_tooling
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -85,9 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     app = create_app(settings)
     asgi = app
     if settings.hostile:  # tests and demonstrations only: a relay that lies to its clients
-        from .hostile import HostileRelay
-
-        asgi = HostileRelay(settings, app)
+        asgi = hostile_tooling().HostileRelay(settings, app)
 
     class RelayServer(uvicorn.Server):
         """uvicorn, but websockets are closed by the relay with 1001 before uvicorn's own shutdown."""

@@ -3,15 +3,35 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import ipaddress
 import os
 import secrets
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from types import ModuleType
 
 import platformdirs
 
 from shared.envelope import DEFAULT_MAX_ENVELOPE_BYTES, DEFAULT_MAX_RECIPIENTS
+
+TOOLING_MODULES = ("bench", "bench.tools", "bench.tools.hostile")
+
+
+def hostile_tooling() -> ModuleType:
+    """The hostile relay's module (``bench.tools.hostile``), imported only when ``--hostile`` asks
+    for it: the relay itself never imports the demonstration tooling.
+
+    Raises:
+        ValueError: the tooling is not installed (an install without the ``demo`` extra's files).
+    """
+    try:
+        return importlib.import_module("bench.tools.hostile")
+    except ModuleNotFoundError as exc:
+        if exc.name not in TOOLING_MODULES:
+            raise
+        raise ValueError("--hostile needs the demonstration tooling (bench/tools/hostile.py), which is not "
+                         "installed here: install e2ee-chat[demo]") from exc
 
 
 def _default_data_dir() -> str:
@@ -37,7 +57,7 @@ class Settings:
     )
     hostile: str = field(
         default="", metadata={"help": "tests and demonstrations only: attack this relay's own clients in MODE "
-                                      "(MODE[:ARG], see server/hostile.py); needs --demo-level"}
+                                      "(MODE[:ARG], see bench/tools/hostile.py); needs --demo-level"}
     )
     migrate_on_start: bool = field(default=True, metadata={"help": "run Alembic upgrade at start"})
     jwt_secret: str = field(
@@ -137,9 +157,7 @@ class Settings:
             if not self.demo_level:
                 raise ValueError("--hostile makes the relay attack its own clients (tests and demonstrations "
                                  "only): add --demo-level to confirm")
-            from .hostile import check
-
-            check(self.hostile, self.db_url)
+            hostile_tooling().check(self.hostile, self.db_url)
         if not 0 < self.token_ttl_s <= 900:
             raise ValueError("token_ttl_s must be in 1..900")
         if not self.session_lifetime_days > 0 or not self.session_idle_days > 0 or self.session_cache_s < 0:

@@ -1,6 +1,6 @@
 """The membership attacks of ``e2ee-demo --attacks`` (issue 11): a relay, or a member's relay
 password alone, tries to let someone into a conversation. Each runs a real relay (hostile modes:
-``server/hostile_membership.py``) and real clients; alice, bob and carol chat, canary texts are
+``bench/tools/hostile_membership.py``) and real clients; alice, bob and carol chat, canary texts are
 sent after the attack, and the attacker's client store and captured frames are searched for them.
 
 * ``member-insert``: the relay appends a forged "alice adds mallory" to the log, lists mallory as a

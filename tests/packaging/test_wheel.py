@@ -65,6 +65,7 @@ def test_every_data_file_and_marker_is_in_the_wheel(wheel):
 def test_every_package_is_in_the_wheel(wheel):
     names = set(wheel.namelist())
     packages = {p.parent.relative_to(ROOT).as_posix() for top in PACKAGES for p in (ROOT / top).rglob("__init__.py")}
+    assert "bench/tools" in packages  # the demonstration tooling ships, apart from the product packages
     assert sorted(p for p in packages if f"{p}/__init__.py" not in names) == []
 
 

@@ -1,4 +1,4 @@
-"""A hostile relay against real clients: each mode of ``e2ee-relay --hostile MODE`` (server/hostile.py)
+"""A hostile relay against real clients: each mode of ``e2ee-relay --hostile MODE`` (bench/tools/hostile.py)
 runs in a real relay process, and real ChatClients must detect every attack and explain it (a reason
 code, a counter gap, a key-change warning), never show altered or foreign bytes as valid text.
 

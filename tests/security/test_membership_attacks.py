@@ -1,5 +1,5 @@
 """The membership attacks of ``e2ee-demo --attacks`` (bench/tools/attacks_membership.py), each against a
-real relay process (hostile modes of server/hostile_membership.py, or an honest relay for the
+real relay process (hostile modes of bench/tools/hostile_membership.py, or an honest relay for the
 password holder): the attacker reads 0 messages, nothing is sealed to it, its client store and
 captured frames hold none of the canary texts, and every member is told in plain words."""
 

@@ -39,7 +39,7 @@ Modes (``MODE`` or ``MODE:ARG``; each attack is logged as a warning naming seq, 
 ============== ==========================================================================================
 
 The membership modes (``member-insert``, ``drop-removal``, ``fork``, ``replay-statement``) are in
-``server/hostile_membership.py``: they lie in the log and the conversation list the relay serves,
+``bench/tools/hostile_membership.py``: they lie in the log and the conversation list the relay serves,
 and hand messages to someone who is not a member.
 
 The modes that need membership or key ids (``move``, ``sender``, ``sender-header``, ``strip``) read

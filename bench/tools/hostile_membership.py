@@ -38,7 +38,7 @@ from shared.errors import E2EEError
 from shared.membership import Statement
 
 MODES = {"member-insert": "mallory", "drop-removal": None, "fork": "bob", "replay-statement": None}
-"""The membership modes and their default arguments (merged into ``server.hostile.MODES``)."""
+"""The membership modes and their default arguments (merged into ``bench.tools.hostile.MODES``)."""
 GHOST = "mallory"  # whom ``fork`` shows as a member
 _LOG_PATH = re.compile(r"^/v1/conversations/([^/]+)/log$")
 
@@ -82,7 +82,7 @@ def _forge(base: Statement, **over) -> Statement:
 
 
 class MembershipAttacks:
-    """The membership modes of :class:`server.hostile.HostileRelay` (it calls :meth:`http` for
+    """The membership modes of :class:`bench.tools.hostile.HostileRelay` (it calls :meth:`http` for
     GET requests and :meth:`after_send` for every websocket frame it passes on)."""
 
     def __init__(self, relay, mode: str, arg: str | None, db_path: str) -> None:
