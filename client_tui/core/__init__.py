@@ -9,22 +9,8 @@ from __future__ import annotations
 
 from shared.errors import DowngradeRefused
 
-from .client import (
-    ChatClient,
-    ConnectionState,
-    ConversationsChanged,
-    Delivered,
-    Event,
-    GapDetected,
-    MessageReceived,
-    MessageStored,
-    MessageUnreadable,
-    RecordChanged,
-    RttMeasured,
-    Sent,
-    default_profile_root,
-)
-from .contacts import ContactChanged, KeyChanged, KeyNotShown, LocalDataWarning, Shown
+from .client import ChatClient, default_profile_root
+from .contacts import KeyNotShown, Shown
 from .errors import (
     AudienceGrew,
     ClientError,
@@ -33,13 +19,31 @@ from .errors import (
     MemberWithoutKey,
     SenderKeyUnavailable,
 )
+from .events import (
+    ConnectionState,
+    ConnState,
+    ContactChanged,
+    ConversationsChanged,
+    Delivered,
+    Event,
+    GapDetected,
+    KeyChanged,
+    LocalDataWarning,
+    MessageReceived,
+    MessageStored,
+    MessageUnreadable,
+    RecordChanged,
+    RttMeasured,
+    Sent,
+)
+from .history import RecordState
 from .rotate import RotationNotSaved
 from .trust import Contact
 
 __all__ = [
-    "AudienceGrew", "ChatClient", "ClientError", "ConnectionState", "Contact", "ContactChanged", "ConversationsChanged",
-    "Delivered", "DowngradeRefused", "Event", "GapDetected", "KeyChangeBlocked", "KeyChanged", "KeyNotShown",
-    "LocalDataWarning", "LogUnavailable", "MemberWithoutKey", "MessageReceived", "MessageStored", "MessageUnreadable",
-    "RecordChanged", "RotationNotSaved", "RttMeasured", "SenderKeyUnavailable", "Sent", "Shown",
-    "default_profile_root",
+    "AudienceGrew", "ChatClient", "ClientError", "ConnState", "ConnectionState", "Contact", "ContactChanged",
+    "ConversationsChanged", "Delivered", "DowngradeRefused", "Event", "GapDetected", "KeyChangeBlocked", "KeyChanged",
+    "KeyNotShown", "LocalDataWarning", "LogUnavailable", "MemberWithoutKey", "MessageReceived", "MessageStored",
+    "MessageUnreadable", "RecordChanged", "RecordState", "RotationNotSaved", "RttMeasured", "SenderKeyUnavailable",
+    "Sent", "Shown", "default_profile_root",
 ]

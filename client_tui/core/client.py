@@ -50,9 +50,23 @@ from shared.keys import DEFAULT_RSA_BITS, Identity, PublicIdentity
 from shared.names import canonical_username
 
 from . import keystore, measure, membership_ops, profiles, transport
-from .contacts import ContactChanged, Contacts, KeyChanged, LocalDataWarning
+from .contacts import Contacts
 from .errors import NOT_ANSWERED, ClientError, KeyChangeBlocked, MemberWithoutKey, SenderKeyUnavailable
-from .history import History, Record, now_ms
+from .events import (
+    ConnectionState,
+    ConnState,
+    Delivered,
+    Event,
+    GapDetected,
+    LocalDataWarning,
+    MessageReceived,
+    MessageStored,
+    MessageUnreadable,
+    RecordChanged,
+    RttMeasured,
+    Sent,
+)
+from .history import History, Record, RecordState, now_ms
 from .membership import Audience, Membership
 from .rotate import Rotation
 from .tokens import RelaySession
@@ -72,96 +86,6 @@ ACK_DELAY_S = 0.05
 SEND_TIMEOUT_S = 30.0
 MAX_RESEALS = 3
 KEY_REFETCH_S = 5.0
-
-
-# -- events the core emits ---------------------------------------------------------------------------
-@dataclass(frozen=True)
-class MessageReceived:
-    seq: int
-    conversation: str
-    sender: str
-    text: str
-    mid: str
-    sent_at_ms: int
-    counter: int
-    envelope: bytes
-    timings_ms: dict[str, float]
-    warning: str = ""  # "key_not_accepted" (a new key not accepted yet), "sender_removed", ... (contacts.mark)
-
-
-@dataclass(frozen=True)
-class MessageUnreadable:
-    """Shown as "could not verify"; ``reason`` (a project error code) goes to the log/inspector."""
-
-    seq: int
-    conversation: str
-    sender: str
-    reason: str
-    detail: str
-
-
-@dataclass(frozen=True)
-class MessageStored:
-    mid: str
-    seq: int
-    conversation: str
-
-
-@dataclass(frozen=True)
-class Sent:
-    """Result of :meth:`ChatClient.send_text`: the message id and the relay's sequence."""
-
-    mid: str
-    seq: int
-
-
-@dataclass(frozen=True)
-class Delivered:
-    seq: int
-    user: str
-
-
-@dataclass(frozen=True)
-class ConnectionState:
-    state: str  # "connecting" | "online" | "offline" | "refused"
-    detail: str = ""
-    retry_in: float | None = None
-
-
-@dataclass(frozen=True)
-class RecordChanged:
-    """A message record was added (``new``) or changed (state, seq, delivered_to ...)."""
-
-    record: Record
-    new: bool = False
-
-
-@dataclass(frozen=True)
-class ConversationsChanged:
-    """The list of conversations, a title or a member list changed."""
-
-    conversation: str | None = None
-    added: tuple[str, ...] = ()
-    removed: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class GapDetected:
-    """Counters of ``sender`` in ``conversation`` skipped ``missing``: messages were withheld
-    (or are still on their way)."""
-
-    conversation: str
-    sender: str
-    missing: tuple[int, ...]
-
-
-@dataclass(frozen=True)
-class RttMeasured:
-    ms: float
-
-
-Event = (MessageReceived | MessageUnreadable | MessageStored | Delivered | ConnectionState | KeyChanged
-         | RecordChanged | ConversationsChanged | ContactChanged | GapDetected | RttMeasured | LocalDataWarning)
 
 
 def default_profile_root() -> Path:
@@ -223,7 +147,7 @@ class ChatClient(Contacts, Rotation):
         self.unread: dict[str, int] = {}
         self.inactive: set[str] = set()
         self.history: History | None = None
-        self.state = "offline"
+        self.state = ConnState.OFFLINE
         self.rtt_ms: float | None = None
         self.last_close: tuple[int | None, str] = (None, "")
         self._state = _State()
@@ -306,8 +230,8 @@ class ChatClient(Contacts, Rotation):
             if not c["active"]:
                 self.inactive.add(c["id"])
         for rec in await self.history.outbox():
-            if rec.state == "sealing":  # interrupted before the envelope existed: seal again
-                rec.state, rec.envelope = "sending", None
+            if rec.state == RecordState.SEALING:  # interrupted before the envelope existed: seal again
+                rec.state, rec.envelope = RecordState.SENDING, None
             item = _Outgoing(rec, asyncio.Event(), asyncio.get_running_loop().create_future(), True)
             item.sealed.set()
             item.done.add_done_callback(_consume)
@@ -447,9 +371,9 @@ class ChatClient(Contacts, Rotation):
 
     @property
     def online(self) -> bool:
-        return self._ws is not None and self.state == "online"
+        return self._ws is not None and self.state == ConnState.ONLINE
 
-    async def _set_state(self, state: str, detail: str = "", retry_in: float | None = None) -> None:
+    async def _set_state(self, state: ConnState, detail: str = "", retry_in: float | None = None) -> None:
         self.state = state
         await self.events.put(ConnectionState(state, detail, retry_in))
 
@@ -468,7 +392,7 @@ class ChatClient(Contacts, Rotation):
             token = await self.session.fresh_access(self._http) if self.token is not None else "none"
         except httpx2.HTTPError as exc:
             raise ClientError(transport.describe_failure(exc, self.server_url), code=ErrorCode.UNREACHABLE) from None
-        await self._set_state("connecting", self.server_url)
+        await self._set_state(ConnState.CONNECTING, self.server_url)
         try:
             ws = await connect(
                 self.ws_url, additional_headers={"Authorization": f"Bearer {token}"},
@@ -511,7 +435,7 @@ class ChatClient(Contacts, Rotation):
         self._syncing, self._held = True, {}  # live messages wait until the sync caught up (seq order)
         self._ack_sent = 0
         self._reader = asyncio.create_task(self._read_loop(ws), name=f"ws-reader-{self.username}")
-        await self._set_state("online", self.server_url)
+        await self._set_state(ConnState.ONLINE, self.server_url)
         await self._send_frame(frames.Sync(after=self._state.cursor))
         self._spawn(self._ping_loop(ws))
         self._spawn(self._outbox_loop(ws))
@@ -561,26 +485,26 @@ class ChatClient(Contacts, Rotation):
                 if self._ws is None:  # (a connection opened by connect() before start() is adopted)
                     await self.connect()
             except DowngradeRefused as exc:
-                await self._set_state("refused", exc.message)
+                await self._set_state(ConnState.REFUSED, exc.message)
                 return
             except AuthFailed as exc:
                 if relogged:
-                    await self._set_state("refused", f"login refused: {exc.message}")
+                    await self._set_state(ConnState.REFUSED, f"login refused: {exc.message}")
                     return
                 relogged = True
                 try:
                     await self._reauth()
                 except (ClientError, AuthFailed) as login_exc:
                     if isinstance(login_exc, AuthFailed) or login_exc.status in (401, 403):
-                        await self._set_state("refused", f"login refused: {login_exc.message}")
+                        await self._set_state(ConnState.REFUSED, f"login refused: {login_exc.message}")
                         return
                 continue
             except (ClientError, OSError) as exc:
                 if getattr(exc, "status", None) in (401, 403):  # the password itself was refused
-                    return await self._set_state("refused", f"login refused: {exc.message}")
+                    return await self._set_state(ConnState.REFUSED, f"login refused: {exc.message}")
                 delay = self._delay(attempt)
                 attempt += 1
-                await self._set_state("offline", getattr(exc, "message", str(exc)), retry_in=delay)
+                await self._set_state(ConnState.OFFLINE, getattr(exc, "message", str(exc)), retry_in=delay)
                 await self._wait(delay)
                 continue
             relogged = False
@@ -602,13 +526,13 @@ class ChatClient(Contacts, Rotation):
             if code in (CLOSE_AUTH, CLOSE_SESSION_ENDED):  # token or session refused: one refresh, never a loop
                 auth_closes += 1
                 if auth_closes > 1:
-                    await self._set_state("refused", f"the relay refused the session: {reason}".strip(": "))
+                    await self._set_state(ConnState.REFUSED, f"the relay refused the session: {reason}".strip(": "))
                     return
                 try:
                     await self._reauth()
                 except (ClientError, AuthFailed) as exc:
                     if isinstance(exc, AuthFailed) or exc.status in (401, 403):
-                        await self._set_state("refused", f"login refused: {exc.message}")
+                        await self._set_state(ConnState.REFUSED, f"login refused: {exc.message}")
                         return
                 continue
             auth_closes = 0
@@ -616,7 +540,8 @@ class ChatClient(Contacts, Rotation):
                 attempt = 0
             delay = 0.05 if code == CLOSE_SLOW and attempt == 0 else self._delay(attempt)
             attempt += 1
-            await self._set_state("offline", f"{code or ''} {reason}".strip() or "connection lost", retry_in=delay)
+            detail = f"{code or ''} {reason}".strip() or "connection lost"
+            await self._set_state(ConnState.OFFLINE, detail, retry_in=delay)
             await self._wait(delay)
 
     def _delay(self, attempt: int) -> float:
@@ -698,7 +623,7 @@ class ChatClient(Contacts, Rotation):
             detail = f"{code} {ws.close_reason}".strip() if code else ""
             if code == CLOSE_AUTH:
                 log.warning("relay refused the session (1008): %s", ws.close_reason)
-            await self._set_state("offline", detail)
+            await self._set_state(ConnState.OFFLINE, detail)
 
     async def _on_frame(self, frame) -> None:
         if isinstance(frame, frames.Message):
@@ -839,7 +764,7 @@ class ChatClient(Contacts, Rotation):
             self._state.counters[h.cid] = max(self._state.counters.get(h.cid, 0), h.ctr)
         rec = Record(
             secrets.token_hex(8), h.cid, h.snd, opened.text, h.mid, frame.seq, float(frame.seq), h.ts, h.ctr,
-            "stored" if mine else "received", envelope=raw,
+            RecordState.STORED if mine else RecordState.RECEIVED, envelope=raw,
             info={"timings": timings, "skid": h.skid, "rkids": list(h.rkids), "warning": warning, "mine": mine,
                   "wrap_kid": me.wrap_kid},
         )
@@ -864,7 +789,7 @@ class ChatClient(Contacts, Rotation):
                     frame.conversation, exc.code, exc.message)
         claimed = parsed.header.mid if parsed is not None else None
         rec = Record(secrets.token_hex(8), frame.conversation, frame.sender, None, None, frame.seq,
-                     float(frame.seq), now_ms(), None, "unreadable", exc.code, exc.message, raw,
+                     float(frame.seq), now_ms(), None, RecordState.UNREADABLE, exc.code, exc.message, raw,
                      {"claimed_mid": claimed, "field": exc.field})
         self._advance_cursor(frame.seq)
         if self.history is not None:
@@ -957,7 +882,7 @@ class ChatClient(Contacts, Rotation):
         to.append(frame.user)
         others = [u for u in rec.info.get("recipients", []) if u != self.username]
         if others and set(others) <= set(to):
-            rec.state = "delivered"
+            rec.state = RecordState.DELIVERED
         if self.history is not None:
             await self.history.put(rec)
         await self.events.put(RecordChanged(rec))
@@ -1012,7 +937,7 @@ class ChatClient(Contacts, Rotation):
         counter = self._state.counters.get(conversation, 0) + 1
         self._state.counters[conversation] = counter
         rec = Record(secrets.token_hex(8), conversation, self.username, text, None, None, self._next_pos(),
-                     now_ms(), counter, "sealing", info={"mine": True})
+                     now_ms(), counter, RecordState.SEALING, info={"mine": True})
         item = _Outgoing(rec, asyncio.Event(), asyncio.get_running_loop().create_future(), hold)
         item.done.add_done_callback(_consume)
         self._outbox.append(item)
@@ -1041,7 +966,7 @@ class ChatClient(Contacts, Rotation):
         header = envelope.parse(data, max_bytes=max_bytes, max_recipients=max_recipients).header
         if rec.mid:
             self._outgoing_by_mid.pop(rec.mid, None)
-        rec.mid, rec.envelope, rec.ts, rec.state = header.mid, data, header.ts, "sending"
+        rec.mid, rec.envelope, rec.ts, rec.state = header.mid, data, header.ts, RecordState.SENDING
         rec.info.update({"timings": timings, "skid": header.skid, "rkids": list(header.rkids),
                          "recipients": list(audience.members), "warning": ""})
         self._seen.add((self.username, header.mid))
@@ -1072,10 +997,10 @@ class ChatClient(Contacts, Rotation):
         if self.history is None:
             return
         rec = await self.history.by_lid(lid)
-        if rec is None or rec.state != "failed" or not rec.mine or rec.text is None:
+        if rec is None or rec.state != RecordState.FAILED or not rec.mine or rec.text is None:
             return
         new = await self.queue_text(rec.conversation, rec.text)
-        rec.state, rec.detail = "failed", f"sent again as a new message ({new.lid})"
+        rec.state, rec.detail = RecordState.FAILED, f"sent again as a new message ({new.lid})"
         rec.info["retried_as"] = new.lid
         await self.history.put(rec)
         await self.events.put(RecordChanged(rec))
@@ -1101,10 +1026,10 @@ class ChatClient(Contacts, Rotation):
             conv = item.record.conversation
             if conv in held:
                 continue
-            if item.record.state == "blocked":
+            if item.record.state == RecordState.BLOCKED:
                 held.add(conv)
                 continue
-            if item.record.state in ("sealing", "sending"):
+            if item.record.state in (RecordState.SEALING, RecordState.SENDING):
                 return item
         return None
 
@@ -1176,7 +1101,7 @@ class ChatClient(Contacts, Rotation):
     async def _block(self, item: _Outgoing, exc: KeyChangeBlocked) -> None:
         if not item.hold:
             return await self._fail(item, exc)
-        item.record.state, item.record.reason, item.record.detail = "blocked", exc.code, exc.message
+        item.record.state, item.record.reason, item.record.detail = RecordState.BLOCKED, exc.code, exc.message
         if self.history is not None:
             await self.history.put(item.record)
         await self.events.put(RecordChanged(item.record))
@@ -1184,7 +1109,7 @@ class ChatClient(Contacts, Rotation):
     async def _unblock(self) -> None:
         for item in list(self._outbox):
             rec = item.record
-            if rec.state != "blocked" or self.blocked_by(rec.conversation):
+            if rec.state != RecordState.BLOCKED or self.blocked_by(rec.conversation):
                 continue
             try:
                 await self._seal(item, await self.recipients_for(rec.conversation))
@@ -1202,7 +1127,7 @@ class ChatClient(Contacts, Rotation):
     async def _fail(self, item: _Outgoing, exc: E2EEError) -> None:
         rec = item.record
         log.warning("message %s to %s not sent: %s (%s)", rec.mid, rec.conversation, exc.code, exc.message)
-        rec.state, rec.reason, rec.detail = "failed", exc.code, exc.message
+        rec.state, rec.reason, rec.detail = RecordState.FAILED, exc.code, exc.message
         if item in self._outbox:
             self._outbox.remove(item)
         if rec.mid:
@@ -1218,9 +1143,9 @@ class ChatClient(Contacts, Rotation):
 
     async def _mark_stored(self, item: _Outgoing, seq: int) -> None:
         rec = item.record
-        if rec.state in ("stored", "delivered"):
+        if rec.state in (RecordState.STORED, RecordState.DELIVERED):
             return
-        rec.state, rec.seq, rec.pos, rec.reason, rec.detail = "stored", seq, float(seq), "", ""
+        rec.state, rec.seq, rec.pos, rec.reason, rec.detail = RecordState.STORED, seq, float(seq), "", ""
         if item in self._outbox:
             self._outbox.remove(item)
         self._mine_by_seq[seq] = rec

@@ -20,7 +20,8 @@ from shared.keys import PublicIdentity, fingerprint, safety_number
 from shared.names import canonical_username
 
 from . import chain
-from .history import Record, now_ms
+from .events import ContactChanged, KeyChanged, LocalDataWarning
+from .history import Record, RecordState, now_ms
 from .trust import Contact, TrustStore
 
 log = logging.getLogger("e2ee.client")
@@ -35,37 +36,6 @@ class KeyNotShown(E2EEError):
     on: the key changed while the user compared it, or the user did not compare the new one."""
 
     code = ErrorCode.KEY_NOT_SHOWN
-
-
-@dataclass(frozen=True)
-class KeyChanged:
-    """``user`` serves other keys than the pinned ones; sending to them waits for a decision.
-
-    ``signed_by_old``: a rotation chain signed by the pinned key leads to the new keys (True), not
-    (False: a substitution is possible), or the relay gave no evidence (None). ``rollback``: the
-    relay served keys older than ones already seen (nothing was pinned; the pending change stays).
-    """
-
-    user: str
-    old_kids: tuple[str, str]
-    new_kids: tuple[str, str]
-    signed_by_old: bool | None = None
-    rollback: bool = False
-
-
-@dataclass(frozen=True)
-class ContactChanged:
-    """A contact was pinned, verified, or its key change accepted."""
-
-    user: str
-
-
-@dataclass(frozen=True)
-class LocalDataWarning:
-    """Something kept on this machine was damaged or missing (trust store, history cache); ``text``
-    says in words what was lost and what happens now."""
-
-    text: str
 
 
 @dataclass(frozen=True)
@@ -296,7 +266,7 @@ class Contacts:
         """How to show a record's sender: ``verified`` | ``unverified`` | ``previous`` (signed by
         a key the sender has since replaced) | ``warning`` (a pending key, or sealed to an epoch with
         a member removed since) | ``unreadable``. ✔ only for the pinned, verified key."""
-        if record.state == "unreadable":
+        if record.state == RecordState.UNREADABLE:
             return "unreadable"
         if record.info.get("warning") in MEMBERSHIP_WARNINGS:
             return "warning"

@@ -22,6 +22,7 @@ import sqlite3
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +62,21 @@ CREATE TABLE IF NOT EXISTS conversations (
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
-OUTGOING_STATES = ("sealing", "sending", "blocked")
+class RecordState(StrEnum):
+    """Where a message record is (a ``StrEnum``: stored in the cache as its word)."""
+
+    SEALING = "sealing"  # mine: being encrypted (sealed again after a restart in the middle)
+    SENDING = "sending"  # mine: sealed, in the outbox, not stored by the relay yet
+    BLOCKED = "blocked"  # mine: waits for a key decision or for the author's consent to a larger audience
+    STORED = "stored"  # mine: the relay stored it (``seq`` known)
+    DELIVERED = "delivered"  # mine: every other member acknowledged it
+    FAILED = "failed"  # mine: the relay refused it, or it could not be sealed
+    RECEIVED = "received"  # someone's message, opened and verified
+    UNREADABLE = "unreadable"  # could not be opened or verified ("could not verify")
+    SYSTEM = "system"  # a line about a membership change (client_tui.core.membership)
+
+
+OUTGOING_STATES = (RecordState.SEALING, RecordState.SENDING, RecordState.BLOCKED)
 """States of my own messages that the relay has not stored yet (the outbox)."""
 
 
@@ -95,7 +110,7 @@ class Record:
     pos: float = 0.0
     ts: int = 0
     ctr: int | None = None
-    state: str = "received"
+    state: RecordState = RecordState.RECEIVED
     reason: str = ""
     detail: str = ""
     envelope: bytes | None = None
@@ -183,8 +198,8 @@ class History:
         lid, conv, sender, mid, seq, pos, ts, ctr, state, body, reason, detail, env, info = row
         text = self._unseal(lid, conv, sender, body)
         if text is None and body is not None:
-            state, reason = "unreadable", reason or "history_damaged"
-        return Record(lid, conv, sender, text, mid, seq, pos, ts, ctr, state, reason, detail,
+            state, reason = RecordState.UNREADABLE, reason or "history_damaged"
+        return Record(lid, conv, sender, text, mid, seq, pos, ts, ctr, RecordState(state), reason, detail,
                       bytes(env) if env is not None else None, json.loads(info))
 
     # -- writes --------------------------------------------------------------------------------------

@@ -19,6 +19,8 @@ from shared.keys import PublicIdentity
 from shared.membership import Member, Statement, member_of
 
 from .errors import AudienceGrew, ClientError, KeyChangeBlocked, MemberKeyReplaced
+from .events import ContactChanged
+from .trust import Contact
 
 if TYPE_CHECKING:
     from .history import Record
@@ -128,8 +130,6 @@ async def _first_use(ms: Membership, m: Member) -> PublicIdentity:
 
 
 def _pin(ms: Membership, ident: PublicIdentity) -> None:
-    from .client import Contact, ContactChanged
-
     c = ms.client
     if c.trust is not None:
         c.trust.pin(ident.username, ident)  # with the note "pinned again" after a lost trust store

@@ -50,6 +50,7 @@ from shared.membership_chain import Chain, check_audience, check_continuity
 from . import member_keys
 from . import membership_lines as lines
 from .errors import NOT_ANSWERED, AudienceGrew, ClientError, KeyChangeBlocked, LogUnavailable
+from .events import RecordChanged
 from .member_keys import Audience
 
 if TYPE_CHECKING:
@@ -288,11 +289,10 @@ class Membership:
 
     # -- what the user sees ----------------------------------------------------------------------------
     async def _system(self, cid: str, lid: str, sender: str, text: str, ts: int, info: dict) -> None:
-        from .client import RecordChanged
-        from .history import Record
+        from .history import Record, RecordState
 
         c = self.client
-        rec = Record(lid, cid, sender, text, pos=c._next_pos(), ts=ts, state="system",
+        rec = Record(lid, cid, sender, text, pos=c._next_pos(), ts=ts, state=RecordState.SYSTEM,
                      info={"system": "membership", **info})
         if c.history is not None:
             await c.history.put(rec)

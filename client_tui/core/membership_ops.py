@@ -21,6 +21,7 @@ from shared.names import canonical_username
 
 from . import membership_lines as lines
 from .errors import NOT_ANSWERED, ClientError
+from .events import ConversationsChanged
 
 if TYPE_CHECKING:
     from .membership import Membership
@@ -85,8 +86,6 @@ async def create(ms: Membership, title: str, users: Sequence[str], admins: Seque
     await ms.sync(cid)
     if c.history is not None:
         await c.history.save_conversations([(cid, st.title, list(st.usernames))])
-    from .client import ConversationsChanged
-
     await c.events.put(ConversationsChanged(cid))
     return cid
 
@@ -114,8 +113,6 @@ async def change_members(ms: Membership, cid: str, add: Sequence[str] = (), remo
     after = c.members.get(cid, [])
     if c.history is not None:
         await c.history.save_conversations([(cid, c.titles.get(cid, cid), after)])
-    from .client import ConversationsChanged
-
     await c.events.put(ConversationsChanged(cid, tuple(sorted(set(after) - before)),
                                             tuple(sorted(before - set(after)))))
     return after
@@ -176,8 +173,6 @@ async def refresh(ms: Membership) -> dict[str, list[str]]:
     moved is fetched and verified, and what this client shows and seals to is the verified head
     (the relay's member list is only a hint, used for nothing but a legacy conversation's name).
     Returns ``{id: [members]}``."""
-    from .client import ConversationsChanged
-
     c = ms.client
     data = await c._request("GET", "/v1/conversations")
     listed = {conv["id"]: conv for conv in data["conversations"]}

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 from shared.errors import InvalidRequest
 
 from .keystore import KeystoreError
+from .private import private_folder, write_private
 
 log = logging.getLogger("e2ee.client")
 DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -94,7 +95,7 @@ def profile_dir(root: Path, url: str, username: str) -> Path:
     for legacy in {_slug(url.rstrip("/")), _slug(normalize_url(url))} - {folder.parent.name}:
         old = Path(root) / legacy / username
         if (old / "keystore.json").exists() and not folder.exists():
-            folder.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            private_folder(folder.parent)
             os.replace(old, folder)
             log.info("profile of %s moved from %s to %s (relay address normalised)", username, old, folder)
             return folder
@@ -105,8 +106,7 @@ def remember(profile: Path, url: str) -> None:
     """Write the relay's normalised address into its profile folder (for :func:`profiles_of`)."""
     note = profile / ADDRESS_FILE
     if not note.exists():
-        profile.mkdir(parents=True, exist_ok=True, mode=0o700)
-        note.write_text(normalize_url(url) + "\n")
+        write_private(note, (normalize_url(url) + "\n").encode())
 
 
 def profiles_of(root: Path, username: str) -> list[str]:

@@ -29,8 +29,8 @@ from shared.errors import E2EEError, ErrorCode
 from shared.keys import Identity
 
 from . import keystore, measure
-from .contacts import ContactChanged, LocalDataWarning
-from .history import Record
+from .events import ContactChanged, LocalDataWarning, RecordChanged
+from .history import Record, RecordState
 from .trust import Contact
 
 log = logging.getLogger("e2ee.client")
@@ -219,12 +219,10 @@ class Rotation:
         if (h.snd, h.mid) in self._seen:
             return False
         self._seen.add((h.snd, h.mid))
-        rec.text, rec.state, rec.reason, rec.detail = opened.text, "received", "", ""
+        rec.text, rec.state, rec.reason, rec.detail = opened.text, RecordState.RECEIVED, "", ""
         rec.mid, rec.ts, rec.ctr = h.mid, h.ts, h.ctr
         rec.info = {"timings": timings, "skid": h.skid, "rkids": list(h.rkids), "warning": found[1],
                     "mine": h.snd == self.username, "wrap_kid": me.wrap_kid, "opened_later": True}
         await self.history.put(rec)
-        from .client import RecordChanged
-
         await self.events.put(RecordChanged(rec))
         return True
