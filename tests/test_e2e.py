@@ -10,8 +10,7 @@ import pytest
 
 from client_tui.core import ClientError, MessageReceived
 from shared import envelope, frames
-from tests.conftest import close_all
-from tests.e2e_helpers import next_message
+from tests.helpers.clients import close_all, next_message
 
 
 async def test_bob_decrypts_exactly_what_alice_sent_and_carol_gets_nothing(make_client, relay):

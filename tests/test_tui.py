@@ -5,7 +5,7 @@ from __future__ import annotations
 from textual import events
 
 from client_tui.app import ChatApp, harmless
-from tests.client.conftest import wait_until
+from tests.helpers.clients import wait_until
 
 
 async def wait_for(predicate, timeout: float = 15, step: float = 0.05) -> None:

@@ -12,8 +12,9 @@ from client_tui.core import ChatClient, MessageReceived
 from client_tui.login import LoginScreen
 from client_tui.screens import ContactScreen, HelpScreen, MembersScreen, NewConversationScreen
 from client_tui.widgets import Composer
-from tests.client.conftest import click_button, rendered_text, screen_ready, tui_client, wait_until
-from tests.conftest import FAST_KDF, PASSWORD
+from tests.helpers.clients import wait_until
+from tests.helpers.config import FAST_KDF, PASSWORD
+from tests.helpers.tui import click_button, rendered_text, screen_ready, tui_client
 
 SIZE = (120, 36)
 

@@ -14,8 +14,10 @@ from client_tui.app import ChatApp
 from client_tui.widgets import Composer
 from shared import envelope
 from shared.keys import Identity
-from tests.client.conftest import tui_client, wait_until
-from tests.conftest import PASSWORD, start_relay
+from tests.helpers.clients import wait_until
+from tests.helpers.config import PASSWORD
+from tests.helpers.relays import start_relay
+from tests.helpers.tui import tui_client
 
 SIZE = (120, 36)
 BURST = 500
@@ -135,7 +137,7 @@ async def test_burst_of_500_rsa3072_messages_keeps_the_ui_responsive(rsa3072, tm
 
             t0 = time.perf_counter()
             sender = await asyncio.create_subprocess_exec(  # another process: its work is not on this loop
-                sys.executable, "-m", "tests.client.blast", alice.ws_url, alice.token, conv, str(batch))
+                sys.executable, "-m", "tests.helpers.blast", alice.ws_url, alice.token, conv, str(batch))
             watcher = asyncio.create_task(monitor())  # after the fork, which is the test's own cost
             typed = "typing while 500 messages arrive"
             for ch in typed:

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from client_tui.app import ChatApp
 from client_tui.audience import AudienceScreen
-from tests.client.conftest import click_button, screen_ready, wait_until
-from tests.client.tui_helpers import alive, screen_text
-from tests.e2e_helpers import next_message
+from tests.helpers.clients import next_message, wait_until
+from tests.helpers.tui import alive, click_button, screen_ready, screen_text
 
 SIZE = (100, 30)
 

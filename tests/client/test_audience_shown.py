@@ -8,9 +8,8 @@ import asyncio
 
 from client_tui.app import ChatApp
 from client_tui.audience import AudienceScreen
-from tests.client.conftest import click_button, screen_ready, wait_until
-from tests.client.tui_helpers import alive
-from tests.e2e_helpers import messages_of
+from tests.helpers.clients import messages_of, wait_until
+from tests.helpers.tui import alive, click_button, screen_ready
 
 SIZE = (100, 30)
 

@@ -2,41 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 
-import pytest
-
 from client_tui import cli
-from client_tui.core import ChatClient
-from tests.conftest import FAST_KDF, PASSWORD
-
-
-def register(relay, root, *names: str) -> None:
-    async def go() -> None:
-        for n in names:
-            c = ChatClient(relay.url, n, root, kdf=FAST_KDF)
-            await c.register(PASSWORD, f"{n} passphrase", bits=2048)
-            await c.close()
-
-    asyncio.run(go())
-
-
-def run(monkeypatch, capsys, user: str, *argv: str) -> tuple[int, str, str]:
-    monkeypatch.setenv("E2EE_PASSWORD", PASSWORD)
-    monkeypatch.setenv("E2EE_PASSPHRASE", f"{user} passphrase")
-    code = cli.main([*argv[:1], "--user", user, *argv[1:]])
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
-@pytest.fixture
-def world(relay, tmp_path, monkeypatch):
-    root = tmp_path / "profiles"
-    register(relay, root, "alice", "bob")
-    monkeypatch.setenv("E2EE_SERVER", relay.url)
-    monkeypatch.setenv("E2EE_PROFILE", str(root))
-    return root
+from tests.helpers.cli import run
+from tests.helpers.config import PASSWORD
 
 
 def test_send_then_tail_prints_the_decrypted_text(world, monkeypatch, capsys):

@@ -11,9 +11,9 @@ from client_tui import cli
 from client_tui.core import ChatClient
 from client_tui.core.contacts import kid_token
 from shared.keys import Identity
-from tests.client.test_cli import run, world  # noqa: F401 - the fixture
-from tests.conftest import FAST_KDF, PASSWORD
-from tests.security.lying import lie
+from tests.helpers.cli import run
+from tests.helpers.config import FAST_KDF, PASSWORD
+from tests.helpers.lying import lie
 
 
 def swap_pending(relay, root, identities) -> tuple[str, str]:
@@ -36,7 +36,7 @@ def swap_pending(relay, root, identities) -> tuple[str, str]:
     return asyncio.run(go())
 
 
-def test_keys_accept_takes_only_the_key_that_was_shown(world, relay, monkeypatch, capsys, identities):  # noqa: F811
+def test_keys_accept_takes_only_the_key_that_was_shown(world, relay, monkeypatch, capsys, identities):
     assert run(monkeypatch, capsys, "alice", "send", "--to", "bob", "--text", "one")[0] == 0
     assert run(monkeypatch, capsys, "bob", "keys", "rotate")[0] == 0
     code, out, _ = run(monkeypatch, capsys, "alice", "keys", "show", "bob")

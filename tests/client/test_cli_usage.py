@@ -13,8 +13,8 @@ import sys
 import pytest
 
 from client_tui import cli
-from tests.client.test_cli import register
-from tests.conftest import FAST_RELAY_ENV, PASSWORD
+from tests.helpers.cli import register
+from tests.helpers.config import FAST_RELAY_ENV, PASSWORD
 
 
 @pytest.fixture

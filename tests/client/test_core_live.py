@@ -22,9 +22,8 @@ from client_tui.core import (
     RecordChanged,
 )
 from shared import envelope, frames
-from tests.client.conftest import wait_event, wait_until
-from tests.conftest import FAST_KDF, PASSWORD, close_all
-from tests.e2e_helpers import messages_of
+from tests.helpers.clients import close_all, messages_of, wait_event, wait_until
+from tests.helpers.config import FAST_KDF, PASSWORD
 
 
 async def received_texts(client: ChatClient, n: int, timeout: float = 20) -> list[str]:

@@ -22,8 +22,7 @@ from client_tui.widgets import unreadable_text
 from shared import envelope
 from shared.b64 import b64u_decode, b64u_encode
 from shared.keys import Identity, PublicIdentity
-from tests.client.conftest import drain
-from tests.e2e_helpers import messages_of
+from tests.helpers.clients import drain, messages_of
 
 
 def _edit(data: bytes, **changes) -> bytes:

@@ -12,7 +12,7 @@ from cryptography.hazmat.primitives import serialization
 
 from client_tui.core import keystore
 from shared.b64 import b64u_encode
-from tests.conftest import FAST_KDF
+from tests.helpers.config import FAST_KDF
 
 
 def _secret_forms(identity) -> dict[str, bytes]:

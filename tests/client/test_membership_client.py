@@ -15,8 +15,8 @@ from client_tui.core import AudienceGrew, RecordChanged
 from client_tui.core.errors import ClientError
 from shared import envelope
 from shared.errors import LegacyConversation
-from tests.conftest import PASSWORD
-from tests.e2e_helpers import messages_of, next_message
+from tests.helpers.clients import messages_of, next_message
+from tests.helpers.config import PASSWORD
 
 
 async def record_state(client, lid: str, state: str, timeout: float = 20) -> None:

@@ -12,8 +12,8 @@ import pytest
 from client_tui.app import ChatApp
 from client_tui.notify import osc9
 from client_tui.prefs import Prefs, SettingsScreen
-from tests.client.conftest import screen_ready, wait_until
-from tests.client.tui_helpers import chat_shown, offline_client
+from tests.helpers.clients import wait_until
+from tests.helpers.tui import chat_shown, offline_client, screen_ready
 
 SECRET = "the vault code is 8641"
 

@@ -10,7 +10,7 @@ import json
 from client_tui import commands
 from client_tui.core import MessageReceived, RecordChanged
 from shared import envelope, membership
-from tests.client.conftest import drain
+from tests.helpers.clients import drain
 
 
 def remove(bob, relay, identities, who: str) -> membership.Statement:

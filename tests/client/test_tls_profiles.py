@@ -13,9 +13,10 @@ from client_tui.core import ChatClient, profiles
 from server import cli as relay_cli
 from server.devcert import write_dev_cert
 from shared.errors import E2EEError
-from tests.client.conftest import wait_until
-from tests.client.tui_helpers import chat_shown
-from tests.conftest import FAST_KDF, PASSWORD, start_relay
+from tests.helpers.clients import wait_until
+from tests.helpers.config import FAST_KDF, PASSWORD
+from tests.helpers.relays import start_relay
+from tests.helpers.tui import chat_shown
 
 
 @pytest.fixture(scope="module")

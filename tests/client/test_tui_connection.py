@@ -11,9 +11,9 @@ from textual.widgets import Input
 from client_tui.app import ChatApp
 from client_tui.connection import PasswordScreen
 from client_tui.core import ChatClient
-from tests.client.conftest import click_button, screen_ready, wait_until
-from tests.client.tui_helpers import chat_shown, screen_text
-from tests.conftest import FAST_KDF, PASSWORD
+from tests.helpers.clients import wait_until
+from tests.helpers.config import FAST_KDF, PASSWORD
+from tests.helpers.tui import chat_shown, click_button, screen_ready, screen_text
 
 SIZE = (80, 24)
 

@@ -11,8 +11,8 @@ from client_tui.app import ChatApp
 from client_tui.core import ConnectionState, ConversationsChanged, KeyChanged
 from client_tui.login import LoginScreen
 from client_tui.screens import ContactScreen, HelpScreen, MembersScreen, NewConversationScreen
-from tests.client.conftest import screen_ready, wait_until
-from tests.client.tui_helpers import HOSTILE, SHOWN, alive, chat_shown, offline_client, screen_text
+from tests.helpers.clients import wait_until
+from tests.helpers.tui import HOSTILE, SHOWN, alive, chat_shown, offline_client, screen_ready, screen_text
 
 SIZES = [(60, 20), (80, 24), (120, 40)]
 

@@ -11,9 +11,9 @@ import pytest
 from client_tui.app import ChatApp
 from client_tui.core import ChatClient, keystore
 from client_tui.messagelog import day_label
-from tests.client.conftest import wait_until
-from tests.client.tui_helpers import chat_shown, offline_client, screen_lines, screen_text
-from tests.conftest import FAST_KDF
+from tests.helpers.clients import wait_until
+from tests.helpers.config import FAST_KDF
+from tests.helpers.tui import chat_shown, offline_client, screen_lines, screen_text
 
 
 def contrast(a, b) -> float:

@@ -9,9 +9,9 @@ from client_tui import credentials
 from client_tui.app import ChatApp
 from client_tui.chatscreen import ChatScreen
 from client_tui.login import LoginScreen
-from tests.client.conftest import click_button, screen_ready, wait_until
-from tests.client.tui_helpers import screen_text
-from tests.conftest import FAST_KDF, PASSWORD
+from tests.helpers.clients import wait_until
+from tests.helpers.config import FAST_KDF, PASSWORD
+from tests.helpers.tui import click_button, screen_ready, screen_text
 
 
 def error_text(app) -> str:

@@ -7,8 +7,8 @@ from textual import events
 
 from client_tui.app import ChatApp
 from client_tui.search import SearchScreen, matcher, snippet
-from tests.client.conftest import screen_ready, wait_until
-from tests.client.tui_helpers import chat_shown, offline_client, screen_text
+from tests.helpers.clients import wait_until
+from tests.helpers.tui import chat_shown, offline_client, screen_ready, screen_text
 
 
 async def test_slash_searches_and_a_result_jumps_to_the_message(tmp_path, identities):

@@ -9,8 +9,8 @@ from textual.widgets import Button, Input
 
 from client_tui.app import ChatApp
 from client_tui.screens import ContactScreen, HelpScreen, MembersScreen, NewConversationScreen
-from tests.client.conftest import screen_ready, wait_until
-from tests.client.tui_helpers import alive, chat_shown, offline_client, screen_text
+from tests.helpers.clients import wait_until
+from tests.helpers.tui import alive, chat_shown, offline_client, screen_ready, screen_text
 
 SIZES = [(60, 20), (80, 24), (120, 40)]
 

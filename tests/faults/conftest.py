@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from tests.security.helpers import World
+from tests.helpers.world import World
 
 WATCHDOG_S = float(os.environ.get("E2EE_FAULTS_WATCHDOG_S", "1800"))
 

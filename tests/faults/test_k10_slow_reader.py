@@ -20,7 +20,7 @@ from websockets.exceptions import ConnectionClosed
 
 from bench.tools.loadgen import rss_kib
 from shared import envelope, frames
-from tests.relay.helpers import open_ws, recv_type, send_frame
+from tests.helpers.ws import open_ws, recv_type, send_frame
 
 FULL = os.environ.get("E2EE_FULL") == "1"
 MESSAGES = 10_000 if FULL else 300

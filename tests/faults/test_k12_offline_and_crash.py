@@ -11,9 +11,10 @@ import json
 
 from bench.tools.relayproc import RelayProcess
 from client_tui.core import MessageReceived
-from tests.conftest import FAST_RELAY_ENV
-from tests.relay.helpers import open_ws, recv_type
-from tests.security.helpers import barrier, db_count, relay_log
+from tests.helpers.clients import barrier
+from tests.helpers.config import FAST_RELAY_ENV
+from tests.helpers.relays import db_count, relay_log
+from tests.helpers.ws import open_ws, recv_type
 
 
 async def test_k12_offline_partial_read_and_a_crash_between_commit_and_fan_out(world):

@@ -17,7 +17,7 @@ import signal
 import pytest
 
 from client_tui.core import ConnectionState, MessageReceived, MessageStored
-from tests.security.helpers import db_count
+from tests.helpers.relays import db_count
 
 FULL = os.environ.get("E2EE_FULL") == "1"
 MESSAGES = int(os.environ.get("E2EE_SIGKILL_MESSAGES", 5_000 if FULL else 1_500))

@@ -21,7 +21,7 @@ from shared import envelope, l3, membership
 from shared.b64 import b64u_encode
 from shared.errors import ChallengeMismatch, NotARecipient
 from shared.membership_chain import Chain, check_audience
-from tests.interop.conftest import require_tool
+from tests.helpers.config import require_tool
 from tests.vectors import vectorlib
 
 SCRIPT = Path(__file__).with_name("webcrypto_interop.mjs")

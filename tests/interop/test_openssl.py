@@ -21,7 +21,7 @@ from cryptography.hazmat.primitives import serialization
 from shared import envelope, l3
 from shared.b64 import b64u_decode
 from shared.errors import UnwrapFailed
-from tests.interop.conftest import require_tool
+from tests.helpers.config import require_tool
 from tests.vectors import vectorlib
 
 L4 = vectorlib.load("l4.json")

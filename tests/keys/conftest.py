@@ -1,10 +1,10 @@
-"""Fixtures of the key-trust tests: a World of real relays and clients (see tests/security/helpers.py)."""
+"""Fixtures of the key-trust tests: a World of real relays and clients (see tests/helpers/world.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.security.helpers import World
+from tests.helpers.world import World
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from bench.tools.key_attacks import equivocating_envelope
 from client_tui.widgets import reason_words, unreadable_text
 from shared.b64 import b64u_decode
-from tests.security.helpers import barrier
+from tests.helpers.clients import barrier
 
 SECRET = "meet at noon at the north gate"
 

@@ -9,9 +9,7 @@ import pytest
 
 from shared.errors import InvalidRequest
 from shared.names import canonical_username, normalise_secret, secret_candidates
-
-COMPOSED = "caf\u00e9 \u00fcber"  # é and ü as one code point each
-DECOMPOSED = "cafe\u0301 u\u0308ber"  # e + U+0301, u + U+0308
+from tests.helpers.names import COMPOSED, DECOMPOSED
 
 
 @pytest.mark.parametrize(("raw", "canonical"), [

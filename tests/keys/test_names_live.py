@@ -14,9 +14,9 @@ from client_tui import cli
 from client_tui.core import ChatClient, ClientError, keystore
 from shared.b64 import b64u_decode, b64u_encode
 from shared.errors import KeyAnswerMismatch
-from tests.conftest import FAST_KDF, PASSWORD
-from tests.keys.test_names import COMPOSED, DECOMPOSED
-from tests.security.helpers import attacks, db_count
+from tests.helpers.config import FAST_KDF, PASSWORD
+from tests.helpers.names import COMPOSED, DECOMPOSED
+from tests.helpers.relays import attacks, db_count
 
 
 def relay_hash(relay, user: str) -> str:
@@ -55,7 +55,7 @@ async def test_bob_and_BOB_are_one_user_in_every_client_call(world):
 
 
 def test_the_cli_canonicalises_every_name(relay, tmp_path, monkeypatch, capsys):
-    from tests.client.test_cli import register
+    from tests.helpers.cli import register
 
     root = tmp_path / "profiles"
     register(relay, root, "alice", "bob")

@@ -11,10 +11,10 @@ import pytest
 from client_tui.core import ChatClient, KeyChanged, LocalDataWarning, RotationNotSaved, keystore
 from client_tui.widgets import reason_words
 from shared import envelope
-from tests.conftest import FAST_KDF, PASSWORD
-from tests.e2e_helpers import messages_of
-from tests.keys.fsfault import unwritable
-from tests.security.helpers import attacks, barrier, db_count, passphrase
+from tests.helpers.clients import barrier, messages_of
+from tests.helpers.config import FAST_KDF, PASSWORD, passphrase
+from tests.helpers.fsfault import unwritable
+from tests.helpers.relays import attacks, db_count
 
 
 async def pair(world, relay):

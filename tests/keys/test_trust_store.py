@@ -12,8 +12,8 @@ import pytest
 
 from client_tui.core import ChatClient, LocalDataWarning, keystore
 from client_tui.core.trust import FILE_NAME
-from tests.conftest import FAST_KDF, PASSWORD
-from tests.security.helpers import barrier, passphrase
+from tests.helpers.clients import barrier
+from tests.helpers.config import FAST_KDF, PASSWORD, passphrase
 
 
 async def setup(world):

@@ -8,10 +8,11 @@ from client_tui import cli
 from client_tui.app import ChatApp
 from client_tui.screens import ContactScreen
 from shared.keys import safety_number
-from tests.client.conftest import rendered_text, screen_ready, wait_until
-from tests.client.test_cli import register
-from tests.conftest import PASSWORD, start_relay
-from tests.security.helpers import attacks
+from tests.helpers.cli import register
+from tests.helpers.clients import wait_until
+from tests.helpers.config import PASSWORD
+from tests.helpers.relays import attacks, start_relay
+from tests.helpers.tui import rendered_text, screen_ready
 
 SIZE = (120, 40)
 

@@ -11,7 +11,7 @@ import pytest
 
 from server.migrate import upgrade
 from server.settings import Settings
-from tests.relay.inproc import FAST, SECRET
+from tests.helpers.asgi import FAST, SECRET
 
 
 @pytest.fixture(scope="session")

@@ -13,8 +13,8 @@ import time
 import pytest
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from tests.conftest import start_relay
-from tests.relay.helpers import make_token, open_ws, recv_type
+from tests.helpers.relays import start_relay
+from tests.helpers.ws import make_token, open_ws, recv_type
 
 
 def b64(d: dict) -> str:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import sqlite3
 
 import httpx2
 import pytest
@@ -12,17 +11,9 @@ from websockets.exceptions import ConnectionClosed
 
 from client_tui.core import ClientError
 from shared import envelope
-from tests.conftest import start_relay
-from tests.e2e_helpers import next_message
-from tests.relay.helpers import open_ws, recv_type, send_frame
-
-
-def count(relay, sql: str = "SELECT count(*) FROM messages") -> int:
-    db = sqlite3.connect(relay.data_dir / "relay.db")
-    try:
-        return db.execute(sql).fetchone()[0]
-    finally:
-        db.close()
+from tests.helpers.clients import next_message
+from tests.helpers.relays import db_count, start_relay
+from tests.helpers.ws import open_ws, recv_type, send_frame
 
 
 async def group(make_client, *names: str):
@@ -50,7 +41,7 @@ async def test_missing_and_extra_wrapped_keys_are_answered_with_lists(make_clien
     assert err["detail"] == {"missing": ["carol"], "extra": [mallory.identity.wrap_kid]}
     assert err["ref"] == envelope.parse(env).header.mid
     await ws.close()
-    assert count(relay) == 0
+    assert db_count(relay) == 0
     # the client core re-seals by itself when its log was stale and the audience only shrank
     await bob.change_members(conv, remove=["carol"])
     assert alice.membership.head(conv).ep == 0  # alice has not seen the removal yet
@@ -70,7 +61,7 @@ async def test_sender_must_be_the_token_subject(make_client, relay):
     await ws.send(send_frame(conv, forged))
     assert (await recv_type(ws, "error"))["code"] == "sender_mismatch"
     await ws.close()
-    assert count(relay) == 0
+    assert db_count(relay) == 0
 
 
 async def test_frame_over_the_limit_closes_1009_and_the_relay_serves_others(make_client, relay):
@@ -112,7 +103,7 @@ async def test_envelope_with_too_many_recipients_is_refused_before_storage(make_
         err = await recv_type(ws, "error")
         assert err["code"] == "too_many_recipients"
         await ws.close()
-        assert count(relay) == 0
+        assert db_count(relay) == 0
     finally:
         relay.stop()
 
@@ -156,7 +147,7 @@ async def test_acked_messages_survive_sigkill(make_client, tmp_path):
         sent = [await alice.send_text(conv, f"durable {i}") for i in range(25)]
         relay.stop(signal.SIGKILL)  # right after the 25th ack
         relay.start()
-        assert count(relay) == 25
+        assert db_count(relay) == 25
         await bob.connect()
         got = [await next_message(bob) for _ in range(25)]
         assert [m.text for m in got] == [f"durable {i}" for i in range(25)]
@@ -179,7 +170,7 @@ async def test_rest_send_has_the_same_checks_and_is_idempotent(make_client, rela
     assert first.json()["seq"] == again.json()["seq"] and again.json()["duplicate"] is True
     assert spoof.status_code == 400 and spoof.json()["error"]["code"] == "sender_mismatch"
     assert anon.status_code == 401
-    assert count(relay) == 1
+    assert db_count(relay) == 1
     await bob.connect()
     assert (await next_message(bob)).text == "over REST"
 
@@ -281,7 +272,7 @@ async def test_retry_after_a_membership_change_gets_the_original_ack(make_client
     err = await recv_type(ws, "error")
     assert (err["code"], err["detail"]["missing"]) == ("recipients_mismatch", ["carol"])
     await ws.close()
-    assert count(relay) == 1
+    assert db_count(relay) == 1
     del bob, carol
 
 

@@ -12,7 +12,7 @@ from client_tui.core import DowngradeRefused
 from client_tui.levels import LevelClient, LevelMismatch
 from shared import plain
 from shared.errors import KeyInvalid
-from tests.conftest import start_relay
+from tests.helpers.relays import start_relay
 
 
 async def accounts(make_client, relay, *names):

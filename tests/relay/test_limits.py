@@ -17,8 +17,8 @@ from starlette.websockets import WebSocketDisconnect
 from server.app import create_app
 from shared import membership
 from shared.errors import StatementMalformed
-from tests.conftest import PASSWORD
-from tests.relay.inproc import account, bearer, http, register, running
+from tests.helpers.asgi import account, bearer, http, register, running
+from tests.helpers.config import PASSWORD
 
 MiB = 1024 * 1024
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import httpx2
 
-from tests.conftest import start_relay
-from tests.relay.inproc import account
+from tests.helpers.asgi import account
+from tests.helpers.relays import start_relay
 
 MiB = 1024 * 1024
 

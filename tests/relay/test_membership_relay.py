@@ -14,7 +14,7 @@ from shared import envelope, membership
 from shared.b64 import b64u_encode
 from shared.keys import Identity
 from shared.membership import member_of
-from tests.relay.inproc import bearer, http, register, running
+from tests.helpers.asgi import bearer, http, register, running
 
 
 @pytest.fixture

@@ -21,10 +21,11 @@ import redis.asyncio as aioredis
 from bench.tools.relayproc import free_port
 from server.broker import Note, note_key, seal_note
 from server.migrate import upgrade
-from tests.conftest import FAST_RELAY_ENV, PASSWORD, start_relay
-from tests.relay.helpers import open_ws, recv_type, relay_secret, send_frame
-from tests.relay.inproc import account, bearer, http, new_conversation, running
-from tests.scale.conftest import REDIS, unavailable
+from tests.helpers.asgi import account, bearer, http, new_conversation, running
+from tests.helpers.config import FAST_RELAY_ENV, PASSWORD
+from tests.helpers.relays import start_relay
+from tests.helpers.scale import REDIS, unavailable
+from tests.helpers.ws import open_ws, recv_type, relay_secret, send_frame
 
 
 async def test_metrics_need_the_operator_token(settings_for):

@@ -15,8 +15,8 @@ from bench.tools.loadgen import _register, make_identities
 from client_tui.levels import LevelClient
 from server.devcert import write_dev_cert
 from shared import membership
-from tests.conftest import start_relay
-from tests.relay.helpers import open_ws, recv_type
+from tests.helpers.relays import start_relay
+from tests.helpers.ws import open_ws, recv_type
 
 
 async def test_tls_with_the_dev_certificate(tmp_path):

@@ -8,8 +8,7 @@ import sqlite3
 
 import httpx2
 
-from tests.client.conftest import wait_until
-from tests.e2e_helpers import next_message
+from tests.helpers.clients import next_message, wait_until
 
 
 def rows(relay, sql: str) -> list[tuple]:
@@ -25,7 +24,7 @@ def deleted(relay) -> int:
 
 
 async def test_acknowledged_envelopes_are_deleted_and_nothing_unacknowledged_is(tmp_path, make_client):
-    from tests.conftest import start_relay
+    from tests.helpers.relays import start_relay
 
     relay = start_relay(tmp_path / "retention", env={"E2EE_RETENTION_INTERVAL_S": "0.2"})
     try:

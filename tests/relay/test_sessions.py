@@ -9,8 +9,8 @@ import time
 
 import jwt
 
-from tests.conftest import PASSWORD
-from tests.relay.inproc import account, http, register, running
+from tests.helpers.asgi import account, http, register, running
+from tests.helpers.config import PASSWORD
 
 DAY_S = 86_400
 

@@ -13,10 +13,10 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 
 from client_tui.core import ChatClient, ConnectionState
-from tests.client.conftest import wait_until
-from tests.conftest import FAST_KDF, PASSWORD, TEST_BITS, close_all, start_relay
-from tests.e2e_helpers import next_message
-from tests.relay.helpers import open_ws, recv_type
+from tests.helpers.clients import close_all, next_message, wait_until
+from tests.helpers.config import FAST_KDF, PASSWORD, TEST_BITS
+from tests.helpers.relays import start_relay
+from tests.helpers.ws import open_ws, recv_type
 
 TTL_S = 3
 

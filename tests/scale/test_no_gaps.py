@@ -10,9 +10,9 @@ import json
 
 import asyncpg
 
-from tests.e2e_helpers import next_message
-from tests.relay.helpers import open_ws, recv_type
-from tests.scale.test_two_relays import two_relays, user, wait_broker
+from tests.helpers.clients import next_message
+from tests.helpers.scale import two_relays, user, wait_broker
+from tests.helpers.ws import open_ws, recv_type
 
 
 async def sync_once(ws, after: int) -> tuple[list[int], int]:

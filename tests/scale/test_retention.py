@@ -15,7 +15,7 @@ from server import store
 from server.db import Delivery, Message
 from server.retention import DAY_MS, Retention, delete_batch
 from server.settings import Settings
-from tests.scale.writing import count, new
+from tests.helpers.writing import count, new
 
 
 async def stored(sessions) -> list[int]:

@@ -11,10 +11,10 @@ import httpx2
 import pytest
 from websockets.exceptions import ConnectionClosed
 
-from tests.conftest import PASSWORD
-from tests.relay.helpers import open_ws, recv_type
-from tests.relay.inproc import account
-from tests.scale.test_two_relays import two_relays, wait_broker
+from tests.helpers.asgi import account
+from tests.helpers.config import PASSWORD
+from tests.helpers.scale import two_relays, wait_broker
+from tests.helpers.ws import open_ws, recv_type
 
 CACHE_S = 2
 

@@ -4,46 +4,15 @@ Redis cut for a while (issue #8)."""
 from __future__ import annotations
 
 import asyncio
-import secrets
 import shutil
 import signal
 
 import httpx2
 import pytest
 
-from client_tui.core import ChatClient
-from tests.conftest import FAST_KDF, PASSWORD, TEST_BITS, start_relay
-from tests.e2e_helpers import next_message
-
-
-def two_relays(tmp_path, pg_url: str, broker_url: str, env: dict[str, str] | None = None):
-    """Relays A and B on one database and one broker channel, sharing A's JWT secret."""
-    channel = f"e2ee-test-{secrets.token_hex(4)}"
-    args = ["--database-url", pg_url, "--broker", broker_url, "--broker-channel", channel]
-    a = start_relay(tmp_path / "relay-a", *args, env=env)
-    b = start_relay(tmp_path / "relay-b", *args, env={**(env or {}), "E2EE_JWT_SECRET": jwt_secret(a)})
-    return a, b
-
-
-def jwt_secret(relay) -> str:
-    return (relay.data_dir / "jwt.secret").read_text().strip()
-
-
-async def user(url: str, name: str, root, register: bool = True) -> ChatClient:
-    c = ChatClient(url, name, root, kdf=FAST_KDF)
-    if register:
-        await c.register(PASSWORD, f"{name} passphrase", bits=TEST_BITS)
-    return c
-
-
-async def wait_broker(relay, up: bool, timeout: float = 20) -> None:
-    async with httpx2.AsyncClient() as http:
-        for _ in range(int(timeout / 0.1)):
-            m = (await http.get(relay.url + "/v1/metrics", headers=relay.operator_headers)).json()
-            if m["broker"]["up"] is up:
-                return
-            await asyncio.sleep(0.1)
-    raise AssertionError(f"broker never became up={up}")
+from tests.helpers.clients import next_message
+from tests.helpers.config import PASSWORD
+from tests.helpers.scale import two_relays, user, wait_broker
 
 
 @pytest.fixture

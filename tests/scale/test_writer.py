@@ -10,7 +10,7 @@ from sqlalchemy import select
 
 from server.db import Delivery, Message
 from shared.errors import E2EEError
-from tests.scale.writing import count, new, writer_on
+from tests.helpers.writing import count, new, writer_on
 
 
 async def test_one_batch_stores_in_order_and_repeats_get_the_first_seq(writer):

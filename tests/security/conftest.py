@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.security.helpers import World
+from tests.helpers.world import World
 
 
 @pytest.fixture

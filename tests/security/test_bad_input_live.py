@@ -17,10 +17,10 @@ import msgspec
 from client_tui.core import MessageReceived, MessageUnreadable
 from shared import errors, frames
 from shared.errors import FrameInvalid
-from tests.e2e_helpers import messages_of
-from tests.relay.helpers import open_ws, recv_type
-from tests.security import mutators
-from tests.security.helpers import barrier, db_count, relay_log
+from tests.helpers import mutators
+from tests.helpers.clients import barrier, messages_of
+from tests.helpers.relays import db_count, relay_log
+from tests.helpers.ws import open_ws, recv_type
 
 INPUTS = 400
 DOCUMENTED = {cls.code for cls in vars(errors).values() if isinstance(cls, type) and issubclass(cls, errors.E2EEError)}

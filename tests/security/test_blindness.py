@@ -17,8 +17,8 @@ import secrets
 
 from client_tui.core import MessageReceived
 from client_tui.levels import LevelClient, LevelMessage
-from tests.security.helpers import barrier
-from tests.security.wiretap import Wiretap, files, forms, frame_types, process_memory, search
+from tests.helpers.clients import barrier
+from tests.helpers.wiretap import Wiretap, files, forms, frame_types, process_memory, search
 
 USERS = ("alice", "bob", "carol")
 DB_FILES = ("relay.db", "relay.db-wal", "relay.db-shm")

@@ -29,10 +29,10 @@ from client_tui.core import MemberWithoutKey, MessageReceived, measure
 from server.settings import Settings
 from shared.errors import EnvelopeTooLarge
 from shared.keys import Identity
-from tests.conftest import PASSWORD
-from tests.e2e_helpers import messages_of
-from tests.relay.helpers import open_ws, recv_type, send_frame
-from tests.security.helpers import barrier, db_count, relay_log
+from tests.helpers.clients import barrier, messages_of
+from tests.helpers.config import PASSWORD
+from tests.helpers.relays import db_count, relay_log
+from tests.helpers.ws import open_ws, recv_type, send_frame
 from tests.vectors import vectorlib
 
 NO_LIMITS = {"E2EE_RATE_SENDS_PER_S": "0", "E2EE_RATE_REGISTRATIONS_PER_MIN": "0", "E2EE_RATE_LOGINS_PER_MIN": "0",

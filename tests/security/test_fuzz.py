@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 from shared import envelope, frames, l3
 from shared.b64 import b64u_decode
 from shared.errors import E2EEError, FrameInvalid
-from tests.security import mutators
+from tests.helpers import mutators
 from tests.vectors import vectorlib
 
 EXAMPLES = int(os.environ.get("E2EE_FUZZ_EXAMPLES", "10000"))

@@ -17,8 +17,8 @@ from rich.console import Console
 from client_tui.core import ChatClient, ClientError, KeyChangeBlocked, KeyChanged, MessageReceived
 from client_tui.widgets import inspect_record, reason_words, unreadable_text
 from shared.keys import fingerprint, safety_number
-from tests.e2e_helpers import messages_of
-from tests.security.helpers import attacks, barrier, db_count
+from tests.helpers.clients import barrier, messages_of
+from tests.helpers.relays import attacks, db_count
 
 
 async def group(world, relay, *names: str, title: str = "group"):

@@ -12,7 +12,7 @@ import pytest
 from shared import l3
 from shared.b64 import b64u_decode, b64u_encode
 from shared.errors import EnvelopeMalformed, SessionMismatch
-from tests.security.helpers import db_count
+from tests.helpers.relays import db_count
 from tests.vectors import vectorlib
 
 L3V = vectorlib.load("l3.json")

@@ -14,10 +14,10 @@ from client_tui.core import membership_ops
 from shared import envelope, frames, membership
 from shared.errors import E2EEError, MembershipFork, MembershipWithheld
 from shared.keys import Identity
-from tests.conftest import PASSWORD, TEST_BITS
-from tests.e2e_helpers import messages_of
-from tests.security.helpers import db_count
-from tests.security.lying import flip_signature, head_at, lie, listed, log_of, only_up_to, refuse
+from tests.helpers.clients import messages_of
+from tests.helpers.config import PASSWORD, TEST_BITS
+from tests.helpers.lying import flip_signature, head_at, lie, listed, log_of, only_up_to, refuse
+from tests.helpers.relays import db_count
 
 
 async def warnings(client, conv: str) -> list[str]:

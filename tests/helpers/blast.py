@@ -1,6 +1,6 @@
 """Send pre-sealed envelopes as fast as a websocket takes them, from another process.
 
-    python -m tests.client.blast WS_URL TOKEN CONVERSATION FILE
+    python -m tests.helpers.blast WS_URL TOKEN CONVERSATION FILE
 
 FILE holds one envelope per line. Used by the burst test, so that the sender's own work does not
 run on the event loop whose stalls the test measures. Exits once the relay stored them all.

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import in_ci
+from tests.helpers.config import in_ci
 
 
 @contextlib.contextmanager

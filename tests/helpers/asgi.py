@@ -11,7 +11,7 @@ from server.app import create_app
 from server.settings import Settings
 from shared.b64 import b64u_encode
 from shared.keys import Identity, spki_der
-from tests.conftest import PASSWORD
+from tests.helpers.config import PASSWORD
 
 FAST = {"argon2_time_cost": 1, "argon2_memory_kib": 8192, "argon2_parallelism": 1}
 SECRET = "ab" * 32

@@ -1,13 +1,14 @@
-"""Helpers for Pilot tests of the app without a relay: an offline client with keys and history,
-the text on screen, and what a hostile relay or member can put in every string."""
+"""Helpers for Pilot tests of the app: an offline client with keys and history, the text on screen,
+buttons and screens that take input, and what a hostile relay or member can put in every string."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from client_tui.core import ChatClient, Contact, keystore
-from tests.client.conftest import Hostile
-from tests.conftest import FAST_KDF
+from tests.helpers.clients import wait_until
+from tests.helpers.config import FAST_KDF
+from tests.helpers.hostile import Hostile
 
 # One of each kind of string a member or the relay controls that a terminal app can mistake for
 # something else: Textual/Rich markup (closing tags, links, action links, styles, variables),
@@ -69,3 +70,39 @@ def alive(app) -> bool:
 def chat_shown(app) -> bool:
     """The chat window is mounted (queries find its widgets, keys reach it)."""
     return app.chat is not None and app.chat.is_mounted
+
+
+async def click_button(pilot, selector: str, timeout: float = 15) -> None:
+    """Click the button ``selector`` once it takes a click: Textual's Button ignores clicks while
+    disabled and during its 0.2 s ``-active`` flash after the previous press (a second click that
+    soon is dropped, as a double click would be)."""
+    button = pilot.app.screen.query_one(selector)
+    await wait_until(lambda: not button.disabled and not button.has_class("-active"), timeout)
+    await pilot.click(selector)
+
+
+def screen_ready(app, kind, focus: str | None = None) -> bool:
+    """The app's screen is a ``kind`` that has composed and mounted its widgets (and ``focus``, a
+    selector, has the focus): queries find its widgets and keys reach it. A pushed screen is
+    ``app.screen`` at once, but composes, mounts and takes the focus in later turns of the loop;
+    under load, a key sent before that goes to no widget and is lost."""
+    screen = app.screen
+    if not isinstance(screen, kind) or not screen.is_mounted:
+        return False
+    return focus is None or (screen.focused is not None and screen.focused is screen.query_one(focus))
+
+
+def tui_client(relay, root: Path, name: str) -> ChatClient:
+    """A client for app tests: cheap keystore KDF, quick reconnects."""
+    return ChatClient(relay.url, name, root, kdf=FAST_KDF, backoff=(0.1, 1.0))
+
+
+def rendered_text(renderable, width: int = 160) -> str:
+    """Plain text of a rich renderable, as the screen would show it."""
+    import io
+
+    from rich.console import Console
+
+    console = Console(width=width, record=True, file=io.StringIO(), color_system=None)
+    console.print(renderable)
+    return console.export_text()

@@ -1,0 +1,36 @@
+"""Relays for one test, and reads of what a relay wrote (its log, its SQLite database)."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from pathlib import Path
+
+from bench.tools.relayproc import RelayProcess
+from tests.helpers.config import FAST_RELAY_ENV
+
+
+def start_relay(data_dir: Path, *args: str, env: dict[str, str] | None = None) -> RelayProcess:
+    """Start ``python -m server`` with test settings (``env`` adds or overrides ``E2EE_*``)."""
+    return RelayProcess(data_dir, extra_args=list(args), env={**FAST_RELAY_ENV, **(env or {})}).start()
+
+
+def relay_log(relay) -> str:
+    """The relay's log file and its stdout/stderr, as text."""
+    return "".join((relay.data_dir / n).read_text(errors="replace") for n in ("relay.log", "relay.stdout")
+                   if (relay.data_dir / n).exists())
+
+
+def attacks(relay, mode: str, to: str | None = None) -> list[str]:
+    """The hostile relay's log lines for each attack it carried out (optionally: on ``to``)."""
+    lines = re.findall(rf"hostile {re.escape(mode)}: [^\n]*", (relay.data_dir / "relay.log").read_text())
+    return [ln for ln in lines if to is None or f" to {to}" in ln or f" of {to} " in ln]
+
+
+def db_count(relay, sql: str = "SELECT count(*) FROM messages") -> int:
+    """One number from the relay's SQLite file (``sql`` answers one row of one column)."""
+    db = sqlite3.connect(relay.data_dir / "relay.db")
+    try:
+        return db.execute(sql).fetchone()[0]
+    finally:
+        db.close()

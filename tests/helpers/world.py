@@ -1,0 +1,65 @@
+"""``World``: the relays (honest or hostile) and real clients of one test, torn down at its end."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+from bench.tools.relayproc import RelayProcess
+from client_tui.core import ChatClient
+from shared.keys import Identity
+from tests.helpers.clients import Recorder
+from tests.helpers.config import FAST_KDF, PASSWORD, passphrase
+from tests.helpers.relays import start_relay
+
+
+class World:
+    """Relays and clients of one test, torn down at its end."""
+
+    def __init__(self, root: Path, identities: dict[str, Identity]) -> None:
+        self.root = root
+        self.identities = identities
+        self.relays: list[RelayProcess] = []
+        self.clients: list[ChatClient] = []
+        self.recorders: dict[ChatClient, Recorder] = {}
+
+    def relay(self, *args: str, name: str = "relay", env: dict[str, str] | None = None) -> RelayProcess:
+        proc = start_relay(self.root / name, *args, env=env)
+        self.relays.append(proc)
+        return proc
+
+    def hostile(self, mode: str, *args: str, env: dict[str, str] | None = None) -> RelayProcess:
+        """A relay started with ``--hostile MODE --demo-level``."""
+        return self.relay("--hostile", mode, "--demo-level", *args, name="hostile-" + mode.replace(":", "-"),
+                          env=env)
+
+    async def client(self, relay: RelayProcess, name: str, *, register: bool = True, connect: bool = True,
+                     url: str | None = None, identity: Identity | None = None, login: bool = True) -> ChatClient:
+        """A ChatClient for ``name`` (keys from the session's fixed identities), its events recorded.
+
+        ``register``: a new account (else log in to the existing one, unless ``login`` is False too).
+        """
+        client = ChatClient(url or relay.url, name, self.root / "clients", kdf=FAST_KDF, backoff=(0.05, 0.5))
+        self.clients.append(client)
+        self.recorders[client] = Recorder(client)
+        if register:
+            await client.register(PASSWORD, passphrase(name), identity=identity or self.identities[name])
+        elif login:
+            await client.login(PASSWORD, passphrase(name))
+        if connect:
+            await client.connect()
+            await client.wait_synced()
+        return client
+
+    def rec(self, client: ChatClient) -> Recorder:
+        return self.recorders[client]
+
+    async def close(self) -> None:
+        for c in self.clients:
+            if not c._http.is_closed:
+                with contextlib.suppress(Exception):
+                    await c.close()
+        for r in self.recorders.values():
+            await r.stop()
+        for proc in self.relays:
+            proc.stop()
