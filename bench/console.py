@@ -116,7 +116,8 @@ def print_path(console: Console, r: dict) -> None:
         console.print(f"  L4 crypto floor (seal floor + open floor, RSA-{r['params']['bits']}): "
                       f"{r['crypto_floor_ms']:.3f} ms")
     if "cross_relay_added_p50_ms" in r:
-        console.print(f"  cross-relay hop adds {r['cross_relay_added_p50_ms']:.3f} ms at p50")
+        console.print(f"  cross-relay hop adds {r['cross_relay_added_p50_ms']:.3f} ms at p50 after the sender's ack "
+                      f"({r.get('after_ack_p50_ms')}); end-to-end p50 difference {r.get('e2e_added_p50_ms', 0):.3f} ms")
     for s in r.get("skipped", []):
         console.print(f"  [yellow]skipped[/]: {s}")
 

@@ -18,7 +18,8 @@ process, one clock). The time is split, as means per message, into:
   (and at L3 the relay's own decryption, which its counters do not include).
 
 ``relays=2`` runs L4 on two relay processes sharing a PostgreSQL database with Redis fan-out
-(``--broker``), the sender on one and the receiver on the other, next to both on one relay.
+(``--broker``), the sender on one and the receiver on the other, in rounds alternating with both
+on one relay (:mod:`bench.cross`).
 """
 
 from __future__ import annotations
@@ -36,11 +37,8 @@ from . import primitives
 from .pairs import FIELDS, PairProcess, identity_to_json
 from .relays import (
     OPERATOR_HEADERS,
-    REDIS_URL,
     client_ssl,
     dev_cert,
-    drop_pg_database,
-    fresh_pg_database,
     https_url,
     reachable,
     relay_help,
@@ -149,37 +147,22 @@ def summarize_run(run: dict, name: str, **extra) -> dict:
 
 
 async def run_config(level: int, tls: bool, people: list[Identity], messages: int, size: int, workdir: Path,
-                     cert: tuple[Path, Path] | None, *, topology: str = "", db_url: str = "",
-                     broker: str = "", warmup: int = 3) -> dict:
-    """One relay configuration: latency samples, throughput, the split, the relay's CPU per message.
-
-    ``topology``: "" (one SQLite relay), "PG 1 relay" or "PG 2 relays" (sender and receiver on
-    different relays; needs ``db_url`` and ``broker``). Times in ms, throughput in messages/s.
-    """
-    name = _config_name(level, tls, topology)
+                     cert: tuple[Path, Path] | None, *, warmup: int = 3) -> dict:
+    """One relay configuration (one SQLite relay; two relays: :mod:`bench.cross`): latency
+    samples, throughput, the split, the relay's CPU per message. Times in ms, throughput in
+    messages/s."""
+    name = _config_name(level, tls)
     ssl_ctx = client_ssl(cert[0]) if tls and cert else None
     data = Path(tempfile.mkdtemp(prefix=f"l{level}{'tls' if tls else ''}-", dir=workdir))
-    extra: list[str] = []
-    env: dict[str, str] = {}
-    if db_url:
-        extra += ["--database-url", db_url]
-        env["E2EE_JWT_SECRET"] = "b" * 64  # both relays must accept each other's tokens
-    if broker:
-        extra += ["--broker", broker]
-    n_relays = 2 if topology == "PG 2 relays" else 1
-    procs = []
+    proc = await asyncio.to_thread(start_relay, data / "relay0", level, tls=cert if tls else None)
     try:
-        for i in range(n_relays):
-            procs.append(await asyncio.to_thread(start_relay, data / f"relay{i}", level,
-                                                 tls=cert if tls else None, extra=extra, env=env))
-        urls = [https_url(p) if tls else p.url for p in procs]
-        pairs = await register_pairs((urls[0], urls[-1]), people, level, ssl_ctx)
-        run = await measure_pairs(pairs, level, urls, messages, size, cafile=cert[0] if tls and cert else None,
+        url = https_url(proc) if tls else proc.url
+        pairs = await register_pairs((url, url), people, level, ssl_ctx)
+        run = await measure_pairs(pairs, level, [url], messages, size, cafile=cert[0] if tls and cert else None,
                                   warmup=warmup)
     finally:
-        for p in procs:
-            await asyncio.to_thread(p.stop)
-    return summarize_run(run, name, level=level, tls=tls, topology=topology or "SQLite 1 relay", size=size)
+        await asyncio.to_thread(proc.stop)
+    return summarize_run(run, name, level=level, tls=tls, topology="SQLite 1 relay", size=size)
 
 
 async def jwt_probe(people: list[Identity], workdir: Path, messages: int = 20) -> dict:
@@ -272,16 +255,11 @@ async def run_async(levels: tuple[int, ...] = (1, 2, 3, 4), tls_modes: tuple[boo
                     step(f"{_config_name(level, tls)}: {clients} clients x {messages} messages")
                     out["configs"].append(await run_config(level, tls, people, messages, size, work, cert))
         else:
-            for topology in ("PG 1 relay", "PG 2 relays"):
-                name, url = await fresh_pg_database()
-                try:
-                    step(f"L4 {topology}: {clients} clients x {messages} messages")
-                    out["configs"].append(await run_config(4, False, people, messages, size, work, None,
-                                                           topology=topology, db_url=url, broker=REDIS_URL))
-                finally:
-                    await drop_pg_database(name)
-            same, cross = out["configs"][-2], out["configs"][-1]
-            out["cross_relay_added_p50_ms"] = cross["e2e"]["median_ms"] - same["e2e"]["median_ms"]
+            from . import cross
+
+            found = await cross.measure(people, messages, size, work, progress=step)
+            out["configs"] += found.pop("configs")
+            out.update(found)
     return out
 
 

@@ -184,10 +184,13 @@ def whole_path(v: View) -> str | None:
              split + v.img("latency.png", "latency per level") + v.img("path_split.png", "split"),
              "\n".join(f"- skipped: {s}" for s in path.get("skipped", []))]
     cross = v.cross or (path if "cross_relay_added_p50_ms" in path else None)
-    if cross and "cross_relay_added_p50_ms" in cross:
+    if cross and "after_ack_p50_ms" in cross:
         p50 = {c["topology"]: c["e2e"]["median_ms"] for c in cross.get("configs", [])}
         parts.append(prose("cross", added=ms(cross["cross_relay_added_p50_ms"]),
-                           both=", ".join(f"{name} {ms(x)} ms" for name, x in p50.items())))
+                           after=", ".join(f"{k} {ms(v)} ms" for k, v in cross["after_ack_p50_ms"].items()),
+                           both=", ".join(f"{name} {ms(x)} ms" for name, x in p50.items()),
+                           e2e_added=ms(cross["e2e_added_p50_ms"]),
+                           commit=", ".join(f"{k} {ms(v)} ms" for k, v in cross["commit_mean_ms"].items())))
     elif cross:
         parts.append("\n".join(f"- two relays skipped: {s}" for s in cross.get("skipped", [])))
     return section("07 The whole path, per message", *parts)

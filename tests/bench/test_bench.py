@@ -113,7 +113,11 @@ def test_cross_relay_runs_or_says_why(quick_report):
     cross = quick_report[0]["cross"]
     assert cross["configs"] or cross["skipped"]
     if cross["configs"]:
-        assert "cross_relay_added_p50_ms" in cross
+        assert [c["topology"] for c in cross["configs"]] == ["PG 1 relay", "PG 2 relays"]
+        same, two = cross["configs"]
+        assert same["messages"] == two["messages"] > 0  # the same pairs, as many messages each way
+        assert cross["cross_relay_added_p50_ms"] == two["after_ack"]["median_ms"] - same["after_ack"]["median_ms"]
+        assert "cross_relay_added_p50_ms" in cross and "e2e_added_p50_ms" in cross
 
 
 def test_context_peers_relay_json_keys(quick_report):
