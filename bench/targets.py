@@ -108,7 +108,11 @@ def check(results: dict) -> list[dict]:
             "l4_e2e", "end-to-end p50 for 1 KB at L4 <= crypto floor + 1 ms",
             l4_path["e2e"]["median_ms"], floor + 1.0,
             f"crypto floor {floor:.3f} ms (seal floor + open floor, same run); largest share of the mean: "
-            f"{big.replace('_ms', '')} {split[big]:.2f} ms"))
+            f"{big.replace('_ms', '')} {split[big]:.2f} ms, then "
+            + ", ".join(f"{k.replace('_ms', '')} {v:.2f} ms" for k, v in sorted(split.items(), key=lambda kv: -kv[1])
+                        if k != big)
+            + f"; {l4_path['pairs']} pairs, each in a process of its own (sender and receiver of a pair share "
+            f"it; no pair's RSA work queues another's frames)"))
     else:
         out.append(_target("l4_e2e", "end-to-end p50 for 1 KB at L4 <= crypto floor + 1 ms", None, None,
                            "the path suite did not run L4 without TLS"))

@@ -161,8 +161,10 @@ def _relay(relay) -> str:
         + (f" (load average at the end: {load[0]:.1f})" if load else "") + ".\n\n"
         + table
         + f"\n\nRelay / echo CPU per message: **{r['cpu_ms_per_msg'] / e['cpu_ms_per_msg']:.2f}**"
-        f" (target <= 3); throughput ratio {relay['ratio']:.3f} (target >= 0.5, limited by the one load client "
-        f"process on this 2-core machine). Acked {r['acked']:,}, found in the relay's database after the run "
+        f" (target <= 3; a relayed message is three websocket frames at the relay: the send, the `stored` ack "
+        f"and the `msg` to the peer; an echoed one is two); throughput ratio {relay['ratio']:.3f} (target >= 0.5, "
+        f"limited by the one load client process on this 2-core machine). Acked {r['acked']:,}, found in the "
+        f"relay's database after the run "
         f"{r['in_database']:,}; the writer committed {r['group_commit_factor']:.1f} messages per transaction. Inside "
         f"the relay (wall time per message while other messages wait too): checks {ms(split['checks_ms'])} ms, "
         f"waiting for the commit {ms(split['commit_ms'])} ms, fan-out {ms(split['fanout_ms'])} ms."
