@@ -1,6 +1,7 @@
-"""shared/errors.py is ordered by its tree, and the tree drawn in its docstring is the real one:
-every class, its parent, code and HTTP status, in the order the module defines them; ErrorCode
-lists the same codes in the same order, then the client's own."""
+"""shared.errors is ordered by its tree, and the tree drawn in its docstring is the real one:
+every class, its parent, code and HTTP status, in the order of the package's ``__all__``, which is
+the order its modules define them in; ErrorCode lists the same codes in the same order, then the
+client's own."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from shared import errors
 from shared.errors import E2EEError, ErrorCode
 
-CLASSES = [c for c in vars(errors).values() if isinstance(c, type) and issubclass(c, E2EEError)]
+CLASSES = [c for c in (getattr(errors, n) for n in errors.__all__) if isinstance(c, type) and issubclass(c, E2EEError)]
 ROW = re.compile(r"^(?P<indent>[│├└─ ]*)(?P<name>[A-Za-z0-9]+)\s+(?P<code>[a-z0-9_]+)(?: \[(?P<status>\d+)\])?$")
 
 
@@ -40,6 +41,15 @@ def test_the_drawn_tree_is_the_class_tree_in_module_order():
         parent_status = parents[-1].status if parents else None
         assert (status if status is not None else parent_status) == cls.status, name
         parents.append(cls)
+
+
+def test_the_order_is_the_modules_definition_order():
+    modules = (errors.base, errors.input, errors.verification, errors.answers)
+    defined = [c for m in modules for c in vars(m).values()
+               if isinstance(c, type) and issubclass(c, E2EEError) and c.__module__ == m.__name__]
+    assert defined == CLASSES
+    exported = {c for c in vars(errors).values() if isinstance(c, type) and issubclass(c, E2EEError)}
+    assert exported == set(CLASSES)  # __all__ lists every class
 
 
 def test_error_code_lists_every_class_code_in_tree_order_then_the_clients():

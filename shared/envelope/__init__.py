@@ -22,7 +22,7 @@ Opening verifies the signature *before* any private-key operation (encrypt-then-
 first): a forged or altered envelope costs the recipient one Ed25519 verification, never an RSA
 decryption, and the RSA unwrap is never run on input the sender did not sign.
 
-Use :func:`seal` and :func:`open`; the primitives are private to this module and no caller chooses
+Use :func:`seal` and :func:`open`; the primitives are private to this package and no caller chooses
 a CEK or a nonce.
 """
 
@@ -31,35 +31,57 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
-import msgspec
 from cryptography.exceptions import InvalidSignature, InvalidTag
-from cryptography.hazmat.primitives import hashes, hmac
-from cryptography.hazmat.primitives.asymmetric import ed25519, padding
+from cryptography.hazmat.primitives.asymmetric import ed25519
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from .b64 import b64u_decode, b64u_encode
-from .errors import (
+from ..b64 import b64u_decode, b64u_encode
+from ..errors import (
     ConversationMismatch,
     DecryptionFailed,
     DuplicateRecipient,
     EnvelopeMalformed,
     EnvelopeTooLarge,
     KeyCommitmentInvalid,
-    NonceInvalid,
     NotARecipient,
     RecipientListInvalid,
     SenderMismatch,
     SignatureInvalid,
-    TagInvalid,
     TooManyRecipients,
     UnknownSenderKey,
-    UnsupportedAlgorithm,
     UnwrapFailed,
 )
-from .keys import Identity, PublicIdentity, key_id
-from .strictjson import MAX_ID_CHARS, as_bytes, check_id, check_kid, json_error, reject_duplicate_members
+from ..keys import Identity, PublicIdentity, key_id
+from ..strictjson import MAX_ID_CHARS, check_id, check_kid
+from .format import (
+    _OAEP,
+    ALG,
+    CEK_BYTES,
+    CTY,
+    DEFAULT_MAX_ENVELOPE_BYTES,
+    DEFAULT_MAX_RECIPIENTS,
+    ENC,
+    KC_CONTEXT,
+    MAX_SAFE_INTEGER,
+    MESSAGE_ID_BYTES,
+    NONCE_BYTES,
+    SIG_CONTEXT,
+    SIGNATURE_BYTES,
+    TAG_BYTES,
+    TYP,
+    VERSION,
+    Header,
+    Opened,
+    ParsedEnvelope,
+    _commitment,
+    _encoder,
+    _Envelope,
+    _Recipient,
+    _RecipientHeader,
+    _signing_input,
+    parse,
+)
 
 __all__ = [
     "ALG", "CEK_BYTES", "CTY", "KC_CONTEXT", "DEFAULT_MAX_ENVELOPE_BYTES", "DEFAULT_MAX_RECIPIENTS", "ENC", "Header",
@@ -67,241 +89,8 @@ __all__ = [
     "SIGNATURE_BYTES", "SIG_CONTEXT", "SenderKeyResolver", "TAG_BYTES", "TYP", "VERSION", "open", "parse", "seal",
     "verify_signature",
 ]
-"""The public API: seal, parse, open (and verify_signature), their result types and the format's constants."""
-
-ALG = "RSA-OAEP-256"
-ENC = "A256GCM"
-TYP = "e2ee-chat/msg"
-CTY = "text/plain;charset=utf-8"
-VERSION = 2
-SIG_CONTEXT = b"e2ee-chat/v2/sig"
-KC_CONTEXT = b"e2ee-chat/v2/key-commitment"
-
-CEK_BYTES = 32
-NONCE_BYTES = 12
-TAG_BYTES = 16
-MESSAGE_ID_BYTES = 16
-SIGNATURE_BYTES = 64
-
-DEFAULT_MAX_ENVELOPE_BYTES = 256 * 1024
-"""Default limit on a serialized envelope, in bytes (the relay announces its own in ``hello``)."""
-DEFAULT_MAX_RECIPIENTS = 256
-MAX_SAFE_INTEGER = 2**53 - 1
-"""Largest ``ts`` / ``ctr`` / ``ep`` (so that JavaScript's JSON numbers hold them exactly)."""
-
-
-_OAEP = padding.OAEP(mgf=padding.MGF1(algorithm=hashes.SHA256()), algorithm=hashes.SHA256(), label=None)
-
-
-class Header(msgspec.Struct, forbid_unknown_fields=True):
-    """The protected header (JSON object; all members required, no others allowed).
-
-    Attributes:
-        alg: "RSA-OAEP-256".  enc: "A256GCM".  typ: "e2ee-chat/msg".  cty: content type.
-        v: format version (2).
-        mid: message id, base64url of 16 random bytes (22 chars).
-        cid: conversation id (1-64 of ``[A-Za-z0-9._-]``).
-        snd: sender username (1-64 of ``[A-Za-z0-9._-]``).
-        skid: key id of the sender's Ed25519 signing key.
-        ts: sent-at, Unix time in ms (sender's clock), 0..2**53-1.
-        ctr: per-sender-per-conversation counter, 1, 2, 3 ... (gaps and replays are visible).
-        ep: the membership epoch sealed to, 0..2**53-1.
-        mh: the hash of that epoch's membership statement (b64url, 43 chars).
-        kc: key commitment, b64url HMAC-SHA-256(CEK, KC_CONTEXT) (43 chars).
-        rkids: the recipients' wrap key ids, in the order of ``recipients`` (= the epoch's members).
-    """
-
-    alg: str
-    enc: str
-    typ: str
-    cty: str
-    v: int
-    mid: str
-    cid: str
-    snd: str
-    skid: str
-    ts: int
-    ctr: int
-    ep: int
-    mh: str
-    kc: str
-    rkids: list[str]
-
-
-class _RecipientHeader(msgspec.Struct, forbid_unknown_fields=True):
-    kid: str
-
-
-class _Recipient(msgspec.Struct, forbid_unknown_fields=True):
-    header: _RecipientHeader
-    encrypted_key: str
-
-
-class _Envelope(msgspec.Struct, forbid_unknown_fields=True):
-    protected: str
-    recipients: list[_Recipient]
-    iv: str
-    ciphertext: str
-    tag: str
-    sig: str
-
-
-@dataclass(frozen=True)
-class _Binary:
-    """The decoded base64url members of a parsed envelope (decoded once, in :func:`parse`)."""
-
-    iv: bytes
-    ciphertext: bytes
-    tag: bytes
-    sig: bytes
-    wrapped: tuple[bytes, ...]
-
-
-_envelope_decoder = msgspec.json.Decoder(_Envelope)
-_header_decoder = msgspec.json.Decoder(Header)
-_encoder = msgspec.json.Encoder()
-
-
-@dataclass(frozen=True)
-class ParsedEnvelope:
-    """An envelope whose shape, sizes and encodings were checked; nothing was decrypted.
-
-    Attributes:
-        header: the decoded protected header.
-        raw: the envelope as received (bytes).
-        message_id: ``header.mid`` decoded (16 bytes).
-    """
-
-    header: Header
-    raw: bytes
-    message_id: bytes
-    _env: _Envelope
-    _bin: _Binary
-
-    @property
-    def recipient_kids(self) -> list[str]:
-        """Recipient wrap key ids in envelope order (equal to ``header.rkids``)."""
-        return self.header.rkids
-
-
-@dataclass(frozen=True)
-class Opened:
-    """Result of :func:`open`.
-
-    Attributes:
-        plaintext: the decrypted bytes (UTF-8 text for ``cty`` text/plain).
-        header: the verified protected header (sender, conversation, ids, counter, time).
-    """
-
-    plaintext: bytes
-    header: Header
-
-    @property
-    def text(self) -> str:
-        """The plaintext decoded as UTF-8 (invalid sequences replaced)."""
-        return self.plaintext.decode("utf-8", "replace")
-
-
-def parse(
-    data: bytes,
-    *,
-    max_bytes: int = DEFAULT_MAX_ENVELOPE_BYTES,
-    max_recipients: int = DEFAULT_MAX_RECIPIENTS,
-) -> ParsedEnvelope:
-    """Check an envelope's size, shape and encodings without any cryptography.
-
-    Used by the relay on every send and by :func:`open` before any crypto runs. The checks run in
-    the order of docs/PROTOCOL.md §5.7 (steps 1-17); the first failure is raised.
-
-    Args:
-        data: the serialized envelope (UTF-8 JSON bytes; ``str`` is encoded as UTF-8).
-        max_bytes: size limit in bytes, checked first (default 256 KiB).
-        max_recipients: limit on ``recipients`` (default 256).
-
-    Returns:
-        A :class:`ParsedEnvelope` (header decoded, base64url members decoded once).
-
-    Raises:
-        EnvelopeTooLarge: more than ``max_bytes``.
-        TrailingData: bytes after the JSON object (of the envelope or of the header).
-        DuplicateMember: a JSON member name repeated.
-        EnvelopeMalformed: not the documented JSON shape; bad ``mid``/``cid``/``snd``/``skid``/
-            ``ts``/``ctr``/``ep``/``mh``/``kc``.
-        TooManyRecipients: more than ``max_recipients`` entries.
-        UnsupportedAlgorithm: ``alg``/``enc``/``typ``/``v``/``cty`` not the v2 values.
-        DuplicateRecipient: a key id twice.  RecipientListInvalid: entries differ from ``rkids``.
-        Base64Invalid: a member is not canonical unpadded base64url.
-        NonceInvalid: ``iv`` is not 12 bytes.  TagInvalid: ``tag`` is not 16 bytes.
-        SignatureInvalid: ``sig`` is not 64 bytes.
-    """
-    data = as_bytes(data)
-    if len(data) > max_bytes:
-        raise EnvelopeTooLarge(f"envelope is {len(data)} bytes; limit {max_bytes}", field="envelope")
-    try:
-        env = _envelope_decoder.decode(data)
-    except (msgspec.DecodeError, RecursionError) as exc:
-        raise json_error(data, exc, "envelope", "envelope") from None
-    reject_duplicate_members(data, 11 + 5 * len(env.recipients), "envelope", "envelope")
-    if not env.recipients:
-        raise RecipientListInvalid("envelope has no recipients", field="recipients")
-    if len(env.recipients) > max_recipients:
-        raise TooManyRecipients(f"{len(env.recipients)} recipients; limit {max_recipients}", field="recipients")
-    header_json = b64u_decode(env.protected, "protected")
-    try:
-        header = _header_decoder.decode(header_json)
-    except (msgspec.DecodeError, RecursionError) as exc:
-        raise json_error(header_json, exc, "protected", "protected header") from None
-    reject_duplicate_members(header_json, 25 + len(header.rkids), "protected", "protected header")
-    if header.alg != ALG or header.enc != ENC:
-        raise UnsupportedAlgorithm(f"alg/enc must be {ALG}/{ENC}", field="alg")
-    if header.typ != TYP or header.v != VERSION:
-        raise UnsupportedAlgorithm(f"typ/v must be {TYP}/{VERSION}", field="v")
-    if header.cty != CTY:
-        raise UnsupportedAlgorithm(f"cty must be {CTY}", field="cty")
-    mid = b64u_decode(header.mid, "mid")
-    if len(mid) != MESSAGE_ID_BYTES:
-        raise EnvelopeMalformed("mid: must encode 16 bytes", field="mid")
-    check_id(header.cid, "cid")
-    check_id(header.snd, "snd")
-    check_kid(header.skid, "skid")
-    if not 0 <= header.ts <= MAX_SAFE_INTEGER:
-        raise EnvelopeMalformed("ts must be in 0..2**53-1", field="ts")
-    if not 1 <= header.ctr <= MAX_SAFE_INTEGER:
-        raise EnvelopeMalformed("ctr must be in 1..2**53-1", field="ctr")
-    if not 0 <= header.ep <= MAX_SAFE_INTEGER:
-        raise EnvelopeMalformed("ep must be in 0..2**53-1", field="ep")
-    check_kid(header.mh, "mh")
-    check_kid(header.kc, "kc")
-    kids = [r.header.kid for r in env.recipients]
-    if len(set(kids)) != len(kids) or len(set(header.rkids)) != len(header.rkids):
-        raise DuplicateRecipient("a recipient key id appears twice", field="recipients")
-    if kids != header.rkids:
-        raise RecipientListInvalid("recipient key ids differ from the protected rkids", field="recipients")
-    for kid in kids:
-        check_kid(kid, "kid")
-    iv = b64u_decode(env.iv, "iv")
-    if len(iv) != NONCE_BYTES:
-        raise NonceInvalid(f"iv is {len(iv)} bytes; must be {NONCE_BYTES}", field="iv")
-    tag = b64u_decode(env.tag, "tag")
-    if len(tag) != TAG_BYTES:
-        raise TagInvalid(f"tag is {len(tag)} bytes; must be {TAG_BYTES}", field="tag")
-    sig = b64u_decode(env.sig, "sig")
-    if len(sig) != SIGNATURE_BYTES:
-        raise SignatureInvalid(f"sig is {len(sig)} bytes; must be {SIGNATURE_BYTES}", field="sig")
-    ciphertext = b64u_decode(env.ciphertext, "ciphertext")
-    wrapped = tuple(b64u_decode(r.encrypted_key, "encrypted_key") for r in env.recipients)
-    return ParsedEnvelope(header, data, mid, env, _Binary(iv, ciphertext, tag, sig, wrapped))
-
-
-def _commitment(cek: bytes) -> hmac.HMAC:
-    mac = hmac.HMAC(cek, hashes.SHA256())
-    mac.update(KC_CONTEXT)
-    return mac
-
-
-def _signing_input(env: _Envelope) -> bytes:
-    keys = ",".join(r.encrypted_key for r in env.recipients)
-    return ".".join((SIG_CONTEXT.decode(), env.protected, keys, env.iv, env.ciphertext, env.tag)).encode()
+"""The public API: seal, parse, open (and verify_signature), their result types and the format's constants
+(the form and :func:`parse` are defined in :mod:`shared.envelope.format`)."""
 
 
 def _seal_with(
