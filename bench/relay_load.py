@@ -107,8 +107,9 @@ def default_synchronous() -> str:
     return next(f.default for f in dataclasses.fields(Settings) if f.name == "sqlite_synchronous")
 
 
-def _seal_pool(job: tuple) -> list[tuple[str, str]]:
-    """In a worker process: ``count`` send frames from one sender to one conversation."""
+def _seal_pool(job: tuple) -> list[tuple[str, str, bytes]]:
+    """In a worker process: ``count`` envelopes from one sender to one conversation, as
+    ``(mid, conversation, envelope)``."""
     sender_json, recipients_json, cid, epoch, head, count = job
     sender = identity_from_json(sender_json)
     recipients = sorted((identity_from_json(r).public for r in recipients_json), key=lambda p: p.username.encode())
@@ -116,15 +117,16 @@ def _seal_pool(job: tuple) -> list[tuple[str, str]]:
     out = []
     for i in range(count):
         env = envelope.seal(text, sender, cid, recipients, counter=i + 1, epoch=epoch, head=head)
-        out.append((envelope.parse(env).header.mid, frames.encode(frames.Send(cid, msgspec.Raw(env))).decode()))
+        out.append((envelope.parse(env).header.mid, cid, env))
     return out
 
 
-def prepare(people: list[Identity], pool: int) -> tuple[list[tuple[int, int, str, str]], list[list[tuple[str, str]]]]:
+def prepare(people: list[Identity], pool: int) -> tuple[list[tuple[int, int, str, str]],
+                                                       list[list[tuple[str, str, bytes]]]]:
     """One conversation per pair (its creation statement, reused on every fresh relay) and
-    ``pool`` sealed ``send`` frames per client, sealed in two worker processes.
+    ``pool`` sealed envelopes per client, sealed in two worker processes.
 
-    Returns ``([(a index, b index, cid, signed creation statement)], [frames of client i])``."""
+    Returns ``([(a index, b index, cid, signed creation statement)], [(mid, cid, envelope) of client i])``."""
     from concurrent.futures import ProcessPoolExecutor
 
     pairs, jobs = [], []
@@ -141,7 +143,7 @@ def prepare(people: list[Identity], pool: int) -> tuple[list[tuple[int, int, str
     return pairs, plan
 
 
-async def _relay_run(people: list[Identity], pairs: list, plan: list[list[tuple[str, str]]], seconds: float,
+async def _relay_run(people: list[Identity], pairs: list, plan: list[list[tuple[str, str, bytes]]], seconds: float,
                      window: int, workdir: Path, progress, synchronous: str | None = None,
                      profile: bool = False) -> dict:
     env = {"E2EE_SQLITE_SYNCHRONOUS": synchronous} if synchronous else {}
@@ -173,8 +175,9 @@ async def _relay_run(people: list[Identity], pairs: list, plan: list[list[tuple[
         async def sender(i: int) -> None:
             c = clients[i]
 
-            async def send_one(item: tuple[str, str]) -> asyncio.Future:
-                fut = await c.send_raw(item[1], item[0])
+            async def send_one(item: tuple[str, str, bytes]) -> asyncio.Future:
+                mid, cid, sealed = item
+                fut = await c.send_sealed(cid, sealed, mid)
                 fut.add_done_callback(lambda f: acked.__setitem__(i, acked[i] + (not f.exception())))
                 return fut
 
@@ -284,7 +287,9 @@ async def run_async(clients: int = 50, seconds: float = 5.0, pool: int = 1000, w
             step("relay again with synchronous=FULL (fsync per group commit)")
             fsync = await _relay_run(people, pairs, plan, seconds, window, work / "relay-full", step, "FULL")
         step(f"echo app: {clients} clients for {seconds:g} s, window {window}")
-        echo = await _echo_run(clients, plan[0][0][1], seconds, window, work)
+        _mid, cid, sealed = plan[0][0]
+        echo = await _echo_run(clients, frames.encode(frames.Send(cid, msgspec.Raw(sealed))).decode(), seconds, window,
+                               work)
     return {"params": {"clients": clients, "seconds": seconds, "pool": pool, "window": window, "bits": bits,
                        "size": 1024, "load": os.getloadavg()},
             "relay": relay, "relay_fsync": fsync, "echo": echo,

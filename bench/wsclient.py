@@ -2,8 +2,9 @@
 
 It speaks the wire protocol with the same calls the product's clients make (``client_tui.levels``
 for L1-L3, ``client_tui.core`` for L4): ``shared.plain`` / ``shared.l3`` / ``shared.envelope``
-for the message, ``shared.frames`` for the frame, ``websockets`` with per-message deflate off. It
-adds only timers, and it can talk TLS at every level (``ssl=``), which ``ChatClient`` cannot yet.
+for the message, the sans-I/O session (``shared.session.ClientProtocol``, through
+``client_tui.session_socket``) for the frames, ``websockets`` with per-message deflate off. It
+adds only timers, and it can talk TLS at every level (``ssl=``).
 It keeps no history cache and no keystore: what it measures is the message path itself.
 """
 
@@ -18,12 +19,13 @@ from dataclasses import dataclass, field
 
 import httpx2
 import msgspec
-from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
+from client_tui.session_socket import SessionSocket
 from shared import envelope, frames, l3, membership, plain
-from shared.b64 import b64u_decode, b64u_encode
-from shared.keys import Identity, PublicIdentity, load_wrap_public_key, spki_der
+from shared.b64 import b64u_encode
+from shared.keys import Identity, PublicIdentity, spki_der
+from shared.session import ClientProtocol, RelayError, SendRefused
 
 _now = time.perf_counter
 
@@ -74,9 +76,8 @@ class BenchClient:
         self.password = password
         self.token = ""
         self.timings: dict[str, Timing] = {}
-        self._ws: ClientConnection | None = None
+        self._socket: SessionSocket | None = None
         self._reader: asyncio.Task | None = None
-        self._session: l3.Session | None = None
         self._c2r = 0
         self._r2c = 0
         self._ctr = 0
@@ -127,37 +128,32 @@ class BenchClient:
         for p in people:
             self._sign_keys[p.username] = p.sign_key
 
+    @property
+    def _session(self) -> l3.Session | None:
+        return self._socket.protocol.l3 if self._socket is not None else None
+
     async def connect(self) -> None:
-        """Open the websocket and authenticate at this client's level (L2/L4: token in the
-        Authorization header; L1: the first frame names the user; L3: token + session handshake)."""
-        url = self.base_url.replace("http", "ws", 1) + "/v1/ws"
-        headers = {"Authorization": f"Bearer {self.token}"} if self.level in (2, 4) else {}
-        self._ws = await connect(url, additional_headers=headers, compression=None, max_size=2 * 1024 * 1024,
-                                 ssl=self.ssl if url.startswith("wss") else None, ping_interval=None)
-        hello = frames.decode_relay_frame(await self._ws.recv())
-        if not isinstance(hello, frames.Hello) or hello.level != self.level:
-            raise RuntimeError(f"relay announced level {getattr(hello, 'level', '?')}, not {self.level}")
-        if self.level == 1:
-            await self._ws.send(frames.encode(frames.Auth(user=self.username)).decode())
-        elif self.level == 3:
-            relay_key = load_wrap_public_key(b64u_decode(hello.relay_key or "", "relay_key"), "relay")
-            challenge = b64u_decode(hello.challenge or "", "challenge")
-            self._session, hs = await asyncio.to_thread(l3.start_handshake, relay_key, challenge)
-            await self._ws.send(frames.encode(frames.Auth(token=self.token, l3_key=hs)).decode())
-        ready = frames.decode_relay_frame(await self._ws.recv())
-        if not isinstance(ready, frames.Ready):
-            raise RuntimeError(f"relay refused {self.username}: {ready}")
-        self._reader = asyncio.create_task(self._read_loop())
+        """Open the websocket and authenticate at this client's level (the session protocol's
+        handshake: L2/L4 token in the Authorization header; L1 the first frame names the user;
+        L3 token + session-key handshake).
+
+        Raises:
+            LevelMismatch (the relay announced another level), AuthFailed (refused).
+        """
+        protocol = ClientProtocol(self.username, level=self.level, token=self.token)
+        self._socket, _ = await SessionSocket.open(self.base_url, protocol, ssl=self.ssl, ping_interval=None)
+        self._reader = asyncio.create_task(self._read_loop(self._socket))
 
     async def ping(self) -> float:
-        """One websocket ping/pong round trip, in ms."""
-        assert self._ws is not None
+        """One websocket ping/pong round trip (the transport's control frames), in ms."""
+        assert self._socket is not None
         t0 = _now()
-        await (await self._ws.ping())
+        await (await self._socket.ws.ping())
         return (_now() - t0) * 1000
 
-    def seal(self, conversation: str, text: str, recipients: list[PublicIdentity]) -> tuple[str, bytes, Timing]:
-        """Seal ``text`` at this level and encode the ``send`` frame; returns (mid, frame, timing)."""
+    def seal(self, conversation: str, text: str, recipients: list[PublicIdentity]) -> tuple[str, Timing]:
+        """Seal ``text`` at this level and queue its ``send`` frame in the session (not written
+        yet: :meth:`send` does); returns (mid, timing)."""
         t = Timing(t_send=_now())
         if self.level == 4:
             self._ctr += 1
@@ -184,33 +180,35 @@ class BenchClient:
                 payload = plain.encode(m)
                 extra = _now() - t.t_send
         t3 = _now()
-        frame = frames.encode(frames.Send(conversation, msgspec.Raw(payload)))
+        self._socket.protocol.send(conversation, payload, mid)  # encodes the ``send`` frame
         t.encode_ms = (extra + _now() - t3) * 1000
-        return mid, frame, t
+        return mid, t
 
     async def send(self, conversation: str, text: str, recipients: list[PublicIdentity],
                    registry: dict[str, Timing]) -> tuple[str, asyncio.Future]:
         """Seal and send; the timing goes into ``registry`` (shared with the receiver) under the
         message id. Returns ``(mid, future of the relay's seq)``."""
-        mid, frame, t = self.seal(conversation, text, recipients)
+        mid, t = self.seal(conversation, text, recipients)
         registry[mid] = t
         fut = asyncio.get_running_loop().create_future()
         self._stored[mid] = fut
-        await self._ws.send(frame.decode())
+        await self._socket.flush()
         return mid, fut
 
-    async def send_raw(self, frame: str, mid: str) -> asyncio.Future:
-        """Send an already encoded ``send`` frame (load runs: sealing done beforehand)."""
+    async def send_sealed(self, conversation: str, data: bytes, mid: str) -> asyncio.Future:
+        """Send an envelope sealed beforehand (load runs: sealing done in worker processes);
+        returns the future of the relay's seq."""
         fut = asyncio.get_running_loop().create_future()
         self._stored[mid] = fut
-        await self._ws.send(frame)
+        self._socket.protocol.send(conversation, data, mid)
+        await self._socket.flush()
         return fut
 
     async def close(self) -> None:
         """Close the websocket and stop reading."""
-        if self._ws is not None:
+        if self._socket is not None:
             with contextlib.suppress(Exception):
-                await self._ws.close()
+                await self._socket.close()
         if self._reader is not None:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._reader
@@ -219,27 +217,29 @@ class BenchClient:
     registry: dict[str, Timing] | None = None
     """Where a receiver finds the sender's :class:`Timing` for a message id (shared dict)."""
 
-    async def _read_loop(self) -> None:
+    async def _read_loop(self, socket: SessionSocket) -> None:
+        protocol, ws = socket.protocol, socket.ws
         try:
-            async for raw in self._ws:
-                t0 = _now()
-                frame = frames.decode_relay_frame(raw)
-                if isinstance(frame, frames.Message):
-                    self._on_message(frame, t0)
-                elif isinstance(frame, frames.Stored):
-                    fut = self._stored.pop(frame.mid, None)
-                    t = self.registry.get(frame.mid) if self.registry is not None else None
-                    if t is not None:
-                        t.t_stored = _now()
-                    if fut is not None and not fut.done():
-                        fut.set_result(frame.seq)
-                elif isinstance(frame, frames.Error):
-                    self.errors.append(f"{frame.code}: {frame.message}")
-                    fut = self._stored.pop(frame.ref or "", None)
-                    if fut is not None and not fut.done():
-                        fut.set_exception(RuntimeError(f"{frame.code}: {frame.message}"))
+            async for raw in ws:  # no timers in a bench session: the frames alone drive it
+                t0 = _now()  # the receiver's decode time starts with the frame (``receive_frame`` decodes it)
+                for event in protocol.receive_frame(raw):
+                    if isinstance(event, frames.Message):
+                        self._on_message(event, t0)
+                    elif isinstance(event, frames.Stored):
+                        fut = self._stored.pop(event.mid, None)
+                        t = self.registry.get(event.mid) if self.registry is not None else None
+                        if t is not None:
+                            t.t_stored = _now()
+                        if fut is not None and not fut.done():
+                            fut.set_result(event.seq)
+                    elif isinstance(event, SendRefused | RelayError):
+                        error = event.error
+                        self.errors.append(f"{error.code}: {error.message}")
+                        fut = self._stored.pop(error.ref or "", None)
+                        if fut is not None and not fut.done():
+                            fut.set_exception(RuntimeError(f"{error.code}: {error.message}"))
         except ConnectionClosed:
-            pass
+            protocol.connection_lost(ws.close_code, ws.close_reason or "")
 
     def _on_message(self, frame: frames.Message, t0: float) -> None:
         if not self.open_messages:

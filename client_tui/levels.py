@@ -19,21 +19,15 @@ import ssl as ssl_module
 from dataclasses import dataclass
 
 import msgspec
-from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed
 
 from shared import frames, l3, plain
-from shared.b64 import b64u_decode
-from shared.errors import AuthFailed, E2EEError, ErrorCode, KeyInvalid
-from shared.keys import load_wrap_public_key
+from shared.errors import LevelMismatch
+from shared.session import ClientProtocol, SendRefused
 
 from .core.errors import ClientError
+from .session_socket import SessionSocket
 
-
-class LevelMismatch(E2EEError):
-    """The relay runs another level than the one this client was asked to speak."""
-
-    code = ErrorCode.LEVEL_MISMATCH
+__all__ = ["LevelClient", "LevelMessage", "LevelMismatch", "LevelSent"]
 
 
 @dataclass(frozen=True)
@@ -55,7 +49,8 @@ class LevelSent:
 
 
 class LevelClient:
-    """One user's websocket session with a level 1-3 relay.
+    """One user's websocket session with a level 1-3 relay: a loop around
+    :class:`shared.session.ClientProtocol`, which makes the handshake of each level.
 
     Args:
         server_url: relay base URL (``http://`` or ``https://``).
@@ -78,49 +73,32 @@ class LevelClient:
         self.pinned_relay_key = relay_key
         self.ssl = ssl
         self.events: asyncio.Queue[LevelMessage] = asyncio.Queue()
-        self._ws: ClientConnection | None = None
+        self._socket: SessionSocket | None = None
         self._reader: asyncio.Task | None = None
-        self._session: l3.Session | None = None
         self._c2r = 0
         self._r2c = 0
         self._pending: dict[str, asyncio.Future] = {}
+
+    @property
+    def _session(self) -> l3.Session | None:
+        return self._socket.protocol.l3 if self._socket is not None else None
 
     async def connect(self) -> None:
         """Open the websocket, authenticate for this level and start reading.
 
         Raises:
-            LevelMismatch, AuthFailed, KeyInvalid (level 3: the relay key changed since pinned).
+            LevelMismatch (DowngradeRefused for a lower level), AuthFailed, KeyInvalid (level 3:
+            the relay key changed since pinned).
         """
-        url = self.server_url.replace("http", "ws", 1) + "/v1/ws"
-        headers = {"Authorization": f"Bearer {self.token}"} if self.token and self.level == 2 else {}
-        self._ws = await connect(url, additional_headers=headers, compression=None, max_size=2 * 1024 * 1024,
-                                 ssl=self.ssl if url.startswith("wss") else None)
-        hello = frames.decode_relay_frame(await self._ws.recv())
-        if not isinstance(hello, frames.Hello) or hello.level != self.level:
-            await self._ws.close()
-            raise LevelMismatch(f"relay runs level {getattr(hello, 'level', '?')}, not {self.level}")
-        if self.level == 1:
-            await self._ws.send(frames.encode(frames.Auth(user=self.username)).decode())
-        elif self.level == 3:
-            key_der = b64u_decode(hello.relay_key or "", "relay_key")
-            if self.pinned_relay_key is None:
-                self.pinned_relay_key = key_der
-            elif key_der != self.pinned_relay_key:
-                await self._ws.close()
-                raise KeyInvalid("the relay's level-3 key differs from the pinned one", field="relay_key")
-            relay_key = load_wrap_public_key(key_der, "relay")
-            challenge = b64u_decode(hello.challenge or "", "challenge")
-            self._session, handshake = await asyncio.to_thread(l3.start_handshake, relay_key, challenge)
-            await self._ws.send(frames.encode(frames.Auth(token=self.token or "", l3_key=handshake)).decode())
-        ready = frames.decode_relay_frame(await self._ws.recv())
-        if isinstance(ready, frames.Error):
-            await self._ws.close()
-            raise AuthFailed(ready.message, field=ready.field)
-        self._reader = asyncio.create_task(self._read_loop())
+        protocol = ClientProtocol(self.username, level=self.level, token=self.token, relay_key=self.pinned_relay_key)
+        self._socket, _ = await SessionSocket.open(self.server_url, protocol, ssl=self.ssl)
+        self.pinned_relay_key = protocol.relay_key
+        self._reader = asyncio.create_task(self._read_loop(self._socket))
 
     async def sync(self, after: int = 0) -> None:
-        """Ask for stored messages after ``after`` (they arrive as events)."""
-        await self._ws.send(frames.encode(frames.Sync(after=after)).decode())
+        """Ask for stored messages after ``after`` (they arrive as events, in seq order, page by page)."""
+        self._socket.protocol.start_sync(after)
+        await self._socket.flush()
 
     async def send_text(self, conversation: str, text: str, timeout: float = 30) -> LevelSent:
         """Send ``text``; return its ``mid`` and the relay's ``seq`` once stored.
@@ -138,31 +116,29 @@ class LevelClient:
             payload = plain.encode(m)
         fut: asyncio.Future = asyncio.get_running_loop().create_future()
         self._pending[m.mid] = fut
-        await self._ws.send(frames.encode(frames.Send(conversation, msgspec.Raw(payload))).decode())
+        self._socket.protocol.send(conversation, payload, m.mid)
+        await self._socket.flush()
         return LevelSent(m.mid, await asyncio.wait_for(fut, timeout))
 
     async def close(self) -> None:
-        if self._ws is not None:
-            await self._ws.close()
+        if self._socket is not None:
+            await self._socket.close()
         if self._reader is not None:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._reader
 
-    async def _read_loop(self) -> None:
-        try:
-            async for raw in self._ws:
-                frame = frames.decode_relay_frame(raw)
-                if isinstance(frame, frames.Message):
-                    await self.events.put(self._read_message(frame))
-                elif isinstance(frame, frames.Stored):
-                    fut = self._pending.pop(frame.mid, None)
-                    if fut is not None and not fut.done():
-                        fut.set_result(frame.seq)
-                elif isinstance(frame, frames.Error) and frame.ref in self._pending:
-                    err = ClientError(frame.message, code=frame.code, field=frame.field, detail=frame.detail)
-                    self._pending.pop(frame.ref).set_exception(err)
-        except ConnectionClosed:
-            pass
+    async def _read_loop(self, socket: SessionSocket) -> None:
+        async for event in socket.events():
+            if isinstance(event, frames.Message):
+                await self.events.put(self._read_message(event))
+            elif isinstance(event, frames.Stored):
+                fut = self._pending.pop(event.mid, None)
+                if fut is not None and not fut.done():
+                    fut.set_result(event.seq)
+            elif isinstance(event, SendRefused) and event.mid in self._pending:
+                e = event.error
+                self._pending.pop(event.mid).set_exception(
+                    ClientError(e.message, code=e.code, field=e.field, detail=e.detail))
 
     def _read_message(self, frame: frames.Message) -> LevelMessage:
         raw = bytes(frame.envelope)

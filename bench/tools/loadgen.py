@@ -1,10 +1,11 @@
 """Load generator: many real websocket clients against a relay, with exactly-once accounting.
 
-Each user has real keys (RSA-2048 + Ed25519, generated in a process pool) and a raw websocket
-session; senders seal real L4 envelopes (``shared.envelope.seal``) for their group, receivers
-parse every delivered envelope, drop duplicates by (sender, mid) like the client does, and open
-a sample of them fully. Used by the load tests and the bench; it only talks to the URL it is
-given (run it against 127.0.0.1).
+Each user has real keys (RSA-2048 + Ed25519, generated in a process pool) and a websocket
+session (``shared.session.ClientProtocol`` through ``client_tui.session_socket``); senders seal
+real L4 envelopes (``shared.envelope.seal``) for their group, receivers parse every delivered
+envelope, drop duplicates by (sender, mid) like the client does, and open a sample of them
+fully. Used by the load tests and the bench; it only talks to the URL it is given (run it
+against 127.0.0.1).
 """
 
 from __future__ import annotations
@@ -19,13 +20,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx2
-import msgspec
 from cryptography.hazmat.primitives import serialization
-from websockets.asyncio.client import connect
 
+from client_tui.session_socket import SessionSocket
 from shared import envelope, frames, membership
 from shared.b64 import b64u_encode
 from shared.keys import Identity, spki_der
+from shared.session import ClientProtocol, RelayError, SendRefused
 
 PASSWORD = "load-test-password"
 
@@ -131,7 +132,6 @@ async def run_load(url: str, *, users: int, messages: int, group_size: int = 3, 
     member_of = {n: (cid, g) for cid, g in convs for n in g}
     sender_names = [n for _, g in convs for n in g][: senders or users]
     plan = Counter(rng.choice(sender_names) for _ in range(messages))
-    ws_url = url.replace("http", "ws", 1) + "/v1/ws"
     seen: dict[str, set[tuple[str, str]]] = {n: set() for n in names}
     sent_at: dict[str, float] = {}
     expected: dict[str, tuple[str, list[str]]] = {}  # mid -> (sender, the other members)
@@ -141,9 +141,8 @@ async def run_load(url: str, *, users: int, messages: int, group_size: int = 3, 
         if relay_pid:
             result.relay_rss_peak_kib = max(result.relay_rss_peak_kib, rss_kib(relay_pid))
 
-    async def reader(ws, me: str) -> None:
-        async for raw in ws:
-            frame = frames.decode_relay_frame(raw)
+    async def reader(sock: SessionSocket, me: str) -> None:
+        async for frame in sock.events():
             if isinstance(frame, frames.Message):
                 parsed = envelope.parse(bytes(frame.envelope))
                 key = (parsed.header.snd, parsed.header.mid)
@@ -162,25 +161,22 @@ async def run_load(url: str, *, users: int, messages: int, group_size: int = 3, 
                     done.set()
             elif isinstance(frame, frames.Stored):
                 pending.pop(frame.mid).set_result(frame.seq)
-            elif isinstance(frame, frames.Error):
-                result.errors[frame.code] += 1
-                fut = pending.pop(frame.ref, None)
+            elif isinstance(frame, SendRefused | RelayError):
+                result.errors[frame.error.code] += 1
+                fut = pending.pop(frame.error.ref or "", None)
                 if fut is not None:
-                    fut.set_exception(RuntimeError(frame.code))
+                    fut.set_exception(RuntimeError(frame.error.code))
 
     pending: dict[str, asyncio.Future] = {}
     conns = {}
     for n in names:
-        ws = await connect(ws_url, additional_headers={"Authorization": f"Bearer {tokens[n]}"},
-                           compression=None, max_size=2**21, max_queue=None)
-        assert isinstance(frames.decode_relay_frame(await ws.recv()), frames.Hello)
-        assert isinstance(frames.decode_relay_frame(await ws.recv()), frames.Ready)
-        conns[n] = (ws, asyncio.create_task(reader(ws, n)))
+        sock, _ = await SessionSocket.open(url, ClientProtocol(n, token=tokens[n]), max_size=2**21, max_queue=None)
+        conns[n] = (sock, asyncio.create_task(reader(sock, n)))
 
     async def sender(me: str, count: int) -> None:
         cid, group = member_of[me]
         recipients = [by_name[m].public for m in group]
-        ws = conns[me][0]
+        sock = conns[me][0]
         slots = asyncio.Semaphore(window)
         tasks = []
         for i in range(count):
@@ -193,7 +189,8 @@ async def run_load(url: str, *, users: int, messages: int, group_size: int = 3, 
             fut = asyncio.get_running_loop().create_future()
             pending[mid] = fut
             sent_at[mid] = time.perf_counter()
-            await ws.send(frames.encode(frames.Send(cid, msgspec.Raw(data))).decode())
+            sock.protocol.send(cid, data, mid)
+            await sock.flush()
 
             def acked(f: asyncio.Future) -> None:
                 slots.release()
@@ -216,7 +213,7 @@ async def run_load(url: str, *, users: int, messages: int, group_size: int = 3, 
     result.seconds = time.perf_counter() - t0
     sample_memory()
     result.missing = sum(1 for mid, (snd, others) in expected.items() for r in others if (snd, mid) not in seen[r])
-    for ws, task in conns.values():
-        await ws.close()
+    for sock, task in conns.values():
+        await sock.close()
         task.cancel()
     return result
