@@ -132,11 +132,21 @@ class MembershipStatement(Base):
     created_at_ms: Mapped[int] = mapped_column(BigInteger)
 
 
+# A message's seq: 64-bit on PostgreSQL (BIGSERIAL); on SQLite exactly ``INTEGER PRIMARY KEY`` (the
+# rowid, 64-bit), which AUTOINCREMENT can only be added to in that spelling.
+SEQ = BigInteger().with_variant(Integer, "sqlite")
+
+
 class Message(Base):
-    """A stored envelope. ``seq`` is the relay-assigned cursor; (sender, mid) is unique."""
+    """A stored envelope. ``seq`` is the relay-assigned cursor; (sender, mid) is unique.
+
+    ``seq`` only grows, for the life of the database: never handed out twice, also after retention
+    deleted the newest messages (SQLite ``AUTOINCREMENT``, migration 0007; a PostgreSQL sequence
+    never goes back). A client's cursor past a deleted seq must not hide a later message.
+    """
 
     __tablename__ = "messages"
-    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    seq: Mapped[int] = mapped_column(SEQ, primary_key=True, autoincrement=True)
     conversation_id: Mapped[str] = mapped_column(ForeignKey("conversations.id", ondelete="CASCADE"))
     sender_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
     mid: Mapped[str] = mapped_column(String(22))
@@ -147,6 +157,7 @@ class Message(Base):
         UniqueConstraint("sender_id", "mid", name="uq_messages_sender_mid"),
         Index("ix_messages_conversation_seq", "conversation_id", "seq"),
         Index("ix_messages_created_at_ms", "created_at_ms"),  # retention: what is older than a cutoff
+        {"sqlite_autoincrement": True},
     )
 
 
@@ -155,7 +166,7 @@ class Delivery(Base):
 
     __tablename__ = "deliveries"
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), primary_key=True)
-    seq: Mapped[int] = mapped_column(ForeignKey("messages.seq", ondelete="CASCADE"), primary_key=True)
+    seq: Mapped[int] = mapped_column(SEQ, ForeignKey("messages.seq", ondelete="CASCADE"), primary_key=True)
     acked_at_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     # retention: "is anyone still to acknowledge this message?" (and the cascade from messages)
     __table_args__ = (Index("ix_deliveries_seq_acked", "seq", "acked_at_ms"),)

@@ -83,16 +83,8 @@ class StoredMessage:
     envelope: bytes
 
 
-def seq_bound(dialect: str, seq: int) -> int:
-    """A client's cursor (0 .. 2**53-1, PROTOCOL.md §1) as a query parameter: PostgreSQL's ``seq``
-    column is a 32-bit integer, so a larger cursor is clamped to its largest value (no stored seq is
-    above it) instead of failing the query."""
-    return min(seq, 2**31 - 1) if dialect == "postgresql" else seq
-
-
 async def sync_page(session: AsyncSession, user_id: int, after: int, limit: int) -> list[StoredMessage]:
     """Up to ``limit`` messages for ``user_id`` with ``seq > after``, in ``seq`` order."""
-    after = seq_bound(session.bind.dialect.name, after)
     rows = await session.execute(
         select(Message.seq, Message.conversation_id, User.username, Message.envelope)
         .join(Delivery, Delivery.seq == Message.seq)
@@ -367,8 +359,7 @@ def ack_up_to(user_id: int, seq: int, receipts: int = 1000) -> Callable[[Session
     """
 
     def op(s: Session) -> list[tuple[int, int]]:
-        upto = seq_bound(s.get_bind().dialect.name, seq)
-        pending = (Delivery.user_id == user_id, Delivery.seq <= upto, Delivery.acked_at_ms.is_(None))
+        pending = (Delivery.user_id == user_id, Delivery.seq <= seq, Delivery.acked_at_ms.is_(None))
         rows = s.execute(
             select(Delivery.seq, Message.sender_id).join(Message, Message.seq == Delivery.seq)
             .where(*pending).order_by(Delivery.seq.desc()).limit(receipts)

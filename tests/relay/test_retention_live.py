@@ -8,7 +8,7 @@ import sqlite3
 
 import httpx2
 
-from tests.helpers.clients import next_message, wait_until
+from tests.helpers.clients import messages_of, next_message, wait_until
 
 
 def rows(relay, sql: str) -> list[tuple]:
@@ -49,5 +49,37 @@ async def test_acknowledged_envelopes_are_deleted_and_nothing_unacknowledged_is(
         assert rows(relay, "SELECT count(*) FROM deliveries") == [(0,)]
         for c in (alice, bob, carol):
             await c.close()
+    finally:
+        relay.stop()
+
+
+async def test_after_retention_deleted_the_newest_a_new_message_gets_a_higher_seq_and_arrives(tmp_path, make_client):
+    """The seq bug: SQLite handed out a deleted seq again, so a reader whose cursor was already past
+    it never synced the new message (and its history refused it as a seq collision)."""
+    from tests.helpers.config import PASSWORD
+    from tests.helpers.relays import start_relay
+
+    relay = start_relay(tmp_path / "retention", env={"E2EE_RETENTION_INTERVAL_S": "0.2"})
+    try:
+        alice, bob = await make_client("alice", url=relay.url), await make_client("bob", url=relay.url)
+        conv = await alice.create_conversation("ab", ["bob"])
+        await alice.connect()
+        await bob.connect()
+        await bob.wait_synced()
+        first = [await alice.send_text(conv, f"m{i}") for i in range(3)]
+        assert [(await next_message(bob)).seq for _ in first] == [s.seq for s in first]
+        await wait_until(lambda: deleted(relay) == 3)  # bob acknowledged all: the relay holds nothing
+        assert rows(relay, "SELECT count(*) FROM messages") == [(0,)]
+        await bob.close()  # bob's cursor is first[-1].seq
+        later = await alice.send_text(conv, "after the deletion")
+        assert later.seq > first[-1].seq
+        bob = await make_client("bob", register=False, url=relay.url)
+        await bob.login(PASSWORD, "bob passphrase")
+        await bob.connect()
+        got = await next_message(bob)
+        assert (got.text, got.seq) == ("after the deletion", later.seq)
+        assert [r.text for r in await messages_of(bob, conv)] == ["m0", "m1", "m2", "after the deletion"]
+        await alice.close()
+        await bob.close()
     finally:
         relay.stop()
