@@ -31,14 +31,16 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from .private import ensure_private, set_aside
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS messages (
+log = logging.getLogger("e2ee.client")
+
+MESSAGES_TABLE = """
+CREATE TABLE IF NOT EXISTS {name} (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     lid TEXT NOT NULL UNIQUE,
     conversation TEXT NOT NULL,
     sender TEXT NOT NULL,
     mid TEXT,
-    seq INTEGER UNIQUE,
+    seq INTEGER,
     pos REAL NOT NULL,
     ts INTEGER NOT NULL,
     ctr INTEGER,
@@ -47,11 +49,17 @@ CREATE TABLE IF NOT EXISTS messages (
     reason TEXT NOT NULL DEFAULT '',
     detail TEXT NOT NULL DEFAULT '',
     envelope BLOB,
-    info TEXT NOT NULL DEFAULT '{}'
+    info TEXT NOT NULL DEFAULT '{{}}'
 );
+"""
+"""``seq`` is not a key: a message is one by (sender, mid); two messages may carry one seq (a relay
+that handed a seq out again, or a hostile one), and both are kept."""
+
+SCHEMA = MESSAGES_TABLE.format(name="messages") + """
 CREATE UNIQUE INDEX IF NOT EXISTS messages_sender_mid ON messages(sender, mid) WHERE mid IS NOT NULL;
 CREATE INDEX IF NOT EXISTS messages_conversation ON messages(conversation, pos);
 CREATE INDEX IF NOT EXISTS messages_state ON messages(state);
+CREATE INDEX IF NOT EXISTS messages_seq ON messages(seq);
 CREATE TABLE IF NOT EXISTS conversations (
     id TEXT PRIMARY KEY,
     title TEXT NOT NULL,
@@ -61,6 +69,33 @@ CREATE TABLE IF NOT EXISTS conversations (
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
+SCHEMA_VERSION = 1
+"""``PRAGMA user_version`` of this schema. 0: ``seq`` was UNIQUE (a message whose seq collided with
+a stored one was dropped); :func:`_upgrade` rebuilds such a table, keeping every row."""
+
+
+def _upgrade(db: sqlite3.Connection) -> None:
+    """Bring a cache file written by an older client to :data:`SCHEMA_VERSION` (in one transaction)."""
+    if db.execute("PRAGMA user_version").fetchone()[0] >= SCHEMA_VERSION:
+        return
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        unique_seq = any(
+            unique and [c[2] for c in db.execute(f"PRAGMA index_info('{name}')")] == ["seq"]
+            for _, name, unique, *_ in db.execute("PRAGMA index_list('messages')").fetchall())
+        if unique_seq:  # SQLite cannot drop a column constraint: copy into a new table
+            cols = "id, " + _COLUMNS
+            db.execute(MESSAGES_TABLE.format(name="messages_v1"))
+            db.execute(f"INSERT INTO messages_v1 ({cols}) SELECT {cols} FROM messages")  # noqa: S608 - constants
+            db.execute("DROP TABLE messages")
+            db.execute("ALTER TABLE messages_v1 RENAME TO messages")
+        db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.executescript(SCHEMA)  # the indexes went with the old table
+
 
 class RecordState(StrEnum):
     """Where a message record is (a ``StrEnum``: stored in the cache as its word)."""
@@ -147,8 +182,7 @@ class History:
                 await h._call(h._db.close)
                 h._db = None
             h.set_aside = set_aside(h.path, "damaged", ("-wal", "-shm"))
-            logging.getLogger("e2ee.client").warning("history cache damaged (%s): set aside as %s", exc,
-                                                     h.set_aside.name)
+            log.warning("history cache damaged (%s): set aside as %s", exc, h.set_aside.name)
             await h._call(h._open)
         return h
 
@@ -163,6 +197,7 @@ class History:
             db.execute("PRAGMA synchronous=NORMAL")
             db.execute("PRAGMA busy_timeout=5000")
             db.executescript(SCHEMA)
+            _upgrade(db)
             db.execute("SELECT count(*) FROM messages").fetchone()
         except sqlite3.DatabaseError:
             db.close()
@@ -208,18 +243,7 @@ class History:
         db = self._db
         db.execute("BEGIN IMMEDIATE")
         try:
-            cur = db.execute(
-                f"INSERT INTO messages ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?) "  # noqa: S608 - constants
-                "ON CONFLICT(lid) DO UPDATE SET mid=excluded.mid, seq=excluded.seq, pos=excluded.pos, "
-                "ts=excluded.ts, ctr=excluded.ctr, state=excluded.state, body=excluded.body, "
-                "reason=excluded.reason, detail=excluded.detail, envelope=excluded.envelope, info=excluded.info",
-                (r.lid, r.conversation, r.sender, r.mid, r.seq, r.pos, r.ts, r.ctr, r.state, self._seal(r),
-                 r.reason, r.detail, r.envelope, json.dumps(r.info)),
-            )
-            inserted = cur.rowcount > 0
-        except sqlite3.IntegrityError:
-            inserted = False  # the same (sender, mid) or seq again: a duplicate
-        try:
+            inserted = self._write(r)
             for k, v in (meta or {}).items():
                 db.execute("INSERT INTO meta (key, value) VALUES (?, ?) "
                            "ON CONFLICT(key) DO UPDATE SET value=excluded.value", (k, json.dumps(v)))
@@ -229,10 +253,41 @@ class History:
             raise
         return inserted
 
+    def _write(self, r: Record) -> bool:
+        """Insert or update ``r`` by ``lid`` inside the open transaction; False for a duplicate.
+
+        A duplicate is the same (sender, mid), or, for a record without a mid (unreadable), the same
+        envelope under the same seq. Another message under a seq already stored is kept beside it.
+        """
+        assert self._db is not None
+        db = self._db
+        if r.seq is not None:
+            for lid, sender, mid, env in db.execute(
+                    "SELECT lid, sender, mid, envelope FROM messages WHERE seq=? AND lid!=?", (r.seq, r.lid)):
+                if r.mid is None and env is not None and bytes(env) == r.envelope:
+                    return False  # the same undecodable delivery again
+                if r.mid is None or (sender, mid) != (r.sender, r.mid):
+                    log.warning("seq %d is also the seq of a stored message (%s, mid %s, lid %s): keeping both",
+                                r.seq, sender, mid, lid)
+        try:
+            cur = db.execute(
+                f"INSERT INTO messages ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?) "  # noqa: S608 - constants
+                "ON CONFLICT(lid) DO UPDATE SET mid=excluded.mid, seq=excluded.seq, pos=excluded.pos, "
+                "ts=excluded.ts, ctr=excluded.ctr, state=excluded.state, body=excluded.body, "
+                "reason=excluded.reason, detail=excluded.detail, envelope=excluded.envelope, info=excluded.info",
+                (r.lid, r.conversation, r.sender, r.mid, r.seq, r.pos, r.ts, r.ctr, r.state, self._seal(r),
+                 r.reason, r.detail, r.envelope, json.dumps(r.info)),
+            )
+        except sqlite3.IntegrityError:
+            return False  # the same (sender, mid) again: dedup is by message id
+        return cur.rowcount > 0
+
     async def put(self, record: Record, meta: dict[str, Any] | None = None) -> bool:
         """Insert or update ``record`` (by ``lid``) and ``meta`` in one transaction.
 
-        Returns False when it was refused as a duplicate (same sender and mid, or same seq).
+        Returns False when it was refused as a duplicate: the same sender and mid (or, without a mid,
+        the same envelope under the same seq). A different message under a stored ``seq`` is kept
+        (both rows; a warning is logged).
         """
         return await self._call(self._put, record, meta)
 
@@ -324,8 +379,9 @@ class History:
         return await self._call(self._select, where, args)
 
     async def by_seq(self, seq: int) -> Record | None:
+        """The record stored under ``seq``; if several are (a seq the relay handed out again), the newest."""
         rows = await self._call(self._select, "seq=?", (seq,))
-        return rows[0] if rows else None
+        return rows[-1] if rows else None
 
     async def by_lid(self, lid: str) -> Record | None:
         rows = await self._call(self._select, "lid=?", (lid,))

@@ -42,7 +42,7 @@ async def test_a_sweep_deletes_what_every_recipient_acknowledged_and_nothing_els
     assert await w.run(delete_batch(now - DAY_MS, now - 30 * DAY_MS, 100), background=True) == [seqs[5]]
     assert await w.run(delete_batch(now, now - 30 * DAY_MS, 1), background=True) == [seqs[2]]  # one per batch
     assert await stored(sessions) == [seqs[3], seqs[4]]
-    async with sessions() as s:  # a cursor past every stored seq (PostgreSQL's column is 32-bit): nothing, no error
+    async with sessions() as s:  # a cursor past every stored seq: nothing, no error
         assert await store.sync_page(s, 2, 2**53 - 1, 10) == []
     assert await w.run(store.ack_up_to(2, 2**53 - 1)) == [(seqs[4], 1)]
 
