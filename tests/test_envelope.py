@@ -135,3 +135,42 @@ def test_size_limit_checked_before_crypto(identities):
 def test_every_error_is_a_project_error():
     for cls in (DecryptionFailed, UnwrapFailed, SignatureInvalid, NotARecipient, EnvelopeTooLarge):
         assert issubclass(cls, E2EEError)
+
+
+def _outcome(fn, data: bytes, **kw):
+    try:
+        return fn(data, **kw)
+    except E2EEError as exc:
+        return (type(exc), exc.field)
+
+
+def test_relay_check_is_parse_without_decoding_what_only_recipients_read(identities):
+    """``envelope.check`` (the relay's) gives the header ``parse`` gives, and raises what ``parse``
+    raises for every committed negative vector, except a ciphertext or wrapped key that is not
+    canonical base64url: only its recipients decode those."""
+    from tests.vectors import vectorlib
+
+    env = seal(identities, to=("alice", "bob", "carol"))
+    assert envelope.check(env) == envelope.parse(env).header
+    payload_b64 = []
+    for vec in vectorlib.load("l4_negative.json")["vectors"]:
+        data = vec["envelope"].encode()
+        limit = vec["context"].get("max_bytes", envelope.DEFAULT_MAX_ENVELOPE_BYTES)
+        parsed, checked = _outcome(envelope.parse, data, max_bytes=limit), _outcome(envelope.check, data,
+                                                                                     max_bytes=limit)
+        if isinstance(parsed, envelope.ParsedEnvelope):
+            assert checked == parsed.header, vec["name"]
+        elif parsed[1] in ("ciphertext", "encrypted_key") and parsed[0].__name__ == "Base64Invalid":
+            payload_b64.append(vec["name"])
+            assert isinstance(checked, envelope.Header) or checked == parsed, vec["name"]  # length only
+        else:
+            assert checked == parsed, vec["name"]
+    doc = json.loads(env)
+    doc["ciphertext"] = "+" + doc["ciphertext"][1:]  # the standard alphabet: not base64url
+    doc["recipients"][1]["encrypted_key"] = doc["recipients"][1]["encrypted_key"][:-1] + "="
+    bad = json.dumps(doc).encode()
+    assert payload_b64  # the committed vectors hold such payloads
+    assert envelope.check(bad) == envelope.parse(env).header  # the relay does not decode them
+    assert _outcome(envelope.parse, bad)[1] == "ciphertext"  # the recipients' parse does
+    doc["ciphertext"] = doc["ciphertext"][:len(doc["ciphertext"]) // 4 * 4] + "A"  # no base64url text is 4k+1 long
+    assert _outcome(envelope.check, json.dumps(doc).encode())[1] == "ciphertext"

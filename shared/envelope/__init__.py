@@ -80,17 +80,18 @@ from .format import (
     _Recipient,
     _RecipientHeader,
     _signing_input,
+    check,
     parse,
 )
 
 __all__ = [
     "ALG", "CEK_BYTES", "CTY", "KC_CONTEXT", "DEFAULT_MAX_ENVELOPE_BYTES", "DEFAULT_MAX_RECIPIENTS", "ENC", "Header",
     "MAX_ID_CHARS", "MAX_SAFE_INTEGER", "MESSAGE_ID_BYTES", "NONCE_BYTES", "Opened", "ParsedEnvelope",
-    "SIGNATURE_BYTES", "SIG_CONTEXT", "SenderKeyResolver", "TAG_BYTES", "TYP", "VERSION", "open", "parse", "seal",
-    "verify_signature",
+    "SIGNATURE_BYTES", "SIG_CONTEXT", "SenderKeyResolver", "TAG_BYTES", "TYP", "VERSION", "check", "open", "parse",
+    "seal", "verify_signature",
 ]
-"""The public API: seal, parse, open (and verify_signature), their result types and the format's constants
-(the form and :func:`parse` are defined in :mod:`shared.envelope.format`)."""
+"""The public API: seal, parse, open (and verify_signature), the relay's check, their result types and the
+format's constants (the form, :func:`parse` and :func:`check` are defined in :mod:`shared.envelope.format`)."""
 
 
 def _seal_with(

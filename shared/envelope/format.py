@@ -15,6 +15,7 @@ from cryptography.hazmat.primitives.asymmetric import padding
 
 from ..b64 import b64u_decode
 from ..errors import (
+    Base64Invalid,
     DuplicateRecipient,
     EnvelopeMalformed,
     EnvelopeTooLarge,
@@ -192,6 +193,49 @@ def parse(
         NonceInvalid: ``iv`` is not 12 bytes.  TagInvalid: ``tag`` is not 16 bytes.
         SignatureInvalid: ``sig`` is not 64 bytes.
     """
+    data, env, header, mid, iv, tag, sig = _form(data, max_bytes, max_recipients)
+    ciphertext = b64u_decode(env.ciphertext, "ciphertext")
+    wrapped = tuple(b64u_decode(r.encrypted_key, "encrypted_key") for r in env.recipients)
+    return ParsedEnvelope(header, data, mid, env, _Binary(iv, ciphertext, tag, sig, wrapped))
+
+
+def check(
+    data: bytes,
+    *,
+    max_bytes: int = DEFAULT_MAX_ENVELOPE_BYTES,
+    max_recipients: int = DEFAULT_MAX_RECIPIENTS,
+) -> Header:
+    """What the relay checks of an envelope before it stores it: :func:`parse` without decoding
+    ``ciphertext`` and the ``encrypted_key`` values, which only recipients read (docs/PROTOCOL.md
+    §5.7: steps 1-16 and the ``sig`` part of step 17; of the rest only the lengths: a length
+    base64url can have). The relay stores the bytes it was given, so a ciphertext or wrapped key
+    that is not canonical base64url is refused by its recipients' :func:`parse` (``base64_invalid``),
+    and it is covered by the sender's signature: only the sender can have made it so.
+
+    Args:
+        data: the serialized envelope (UTF-8 JSON bytes; ``str`` is encoded as UTF-8).
+        max_bytes: size limit in bytes, checked first.
+        max_recipients: limit on ``recipients``.
+
+    Returns:
+        the protected header (not authenticated: the relay holds no keys).
+
+    Raises:
+        the errors of :func:`parse`, in its order; Base64Invalid for a ``ciphertext`` or
+        ``encrypted_key`` of a length no base64url text has (``len % 4 == 1``).
+    """
+    _data, env, header, *_ = _form(data, max_bytes, max_recipients)
+    if len(env.ciphertext) % 4 == 1:
+        raise Base64Invalid("ciphertext: not unpadded base64url", field="ciphertext")
+    for r in env.recipients:
+        if len(r.encrypted_key) % 4 == 1:
+            raise Base64Invalid("encrypted_key: not unpadded base64url", field="encrypted_key")
+    return header
+
+
+def _form(data: bytes, max_bytes: int, max_recipients: int) -> tuple[
+        bytes, _Envelope, Header, bytes, bytes, bytes, bytes]:
+    """Steps 1-16 of §5.7 and ``sig`` of step 17: ``(data, env, header, mid, iv, tag, sig)``."""
     data = as_bytes(data)
     if len(data) > max_bytes:
         raise EnvelopeTooLarge(f"envelope is {len(data)} bytes; limit {max_bytes}", field="envelope")
@@ -246,9 +290,9 @@ def parse(
     sig = b64u_decode(env.sig, "sig")
     if len(sig) != SIGNATURE_BYTES:
         raise SignatureInvalid(f"sig is {len(sig)} bytes; must be {SIGNATURE_BYTES}", field="sig")
-    ciphertext = b64u_decode(env.ciphertext, "ciphertext")
-    wrapped = tuple(b64u_decode(r.encrypted_key, "encrypted_key") for r in env.recipients)
-    return ParsedEnvelope(header, data, mid, env, _Binary(iv, ciphertext, tag, sig, wrapped))
+    return data, env, header, mid, iv, tag, sig
+
+
 
 
 def _commitment(cek: bytes) -> hmac.HMAC:
