@@ -22,7 +22,7 @@ _UNUSED_BITS = {2: 0x0F, 3: 0x03}
 
 def b64u_encode(data: bytes) -> str:
     """Encode ``data`` as unpadded base64url text of ``ceil(4 * len(data) / 3)`` characters."""
-    return pybase64.b64encode(data, altchars=b"-_").rstrip(b"=").decode("ascii")
+    return pybase64.b64encode_as_string(data, altchars=b"-_").rstrip("=")
 
 
 def b64u_decode(text: str | bytes, field: str = "value") -> bytes:

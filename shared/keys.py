@@ -146,6 +146,7 @@ class PublicIdentity:
         username: canonical username.
         wrap_key: RSA public key used to wrap message keys to this user.
         sign_key: Ed25519 public key that verifies this user's envelopes.
+        wrap_bytes: the wrap key's modulus in bytes (each key wrapped to it is this long).
     """
 
     username: str
@@ -153,11 +154,13 @@ class PublicIdentity:
     sign_key: ed25519.Ed25519PublicKey
     wrap_kid: str = field(init=False)
     sign_kid: str = field(init=False)
+    wrap_bytes: int = field(init=False)
 
     def __post_init__(self) -> None:
         check_wrap_public_key(self.wrap_key, self.username)
         object.__setattr__(self, "wrap_kid", key_id(self.wrap_key))
         object.__setattr__(self, "sign_kid", key_id(self.sign_key))
+        object.__setattr__(self, "wrap_bytes", (self.wrap_key.key_size + 7) // 8)
 
     def to_json(self) -> dict[str, str]:
         """``{"username", "wrap_key", "sign_key", "wrap_kid", "sign_kid"}``; keys as b64url SPKI DER."""

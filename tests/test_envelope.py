@@ -174,3 +174,14 @@ def test_relay_check_is_parse_without_decoding_what_only_recipients_read(identit
     assert _outcome(envelope.parse, bad)[1] == "ciphertext"  # the recipients' parse does
     doc["ciphertext"] = doc["ciphertext"][:len(doc["ciphertext"]) // 4 * 4] + "A"  # no base64url text is 4k+1 long
     assert _outcome(envelope.check, json.dumps(doc).encode())[1] == "ciphertext"
+
+
+@pytest.mark.parametrize("to", [("alice",), ("alice", "bob", "carol"), ("carol", "mallory")])
+@pytest.mark.parametrize("text", ["", "hello, bob ✉️", "x" * 5000])
+def test_seal_writes_the_compact_form_the_encoder_writes(identities, to, text):
+    """seal places the base64url members in the JSON text itself: the bytes are exactly the
+    encoder's form of the same envelope, and its signature covers them as §5.5 says."""
+    env = seal(identities, text=text, to=to)
+    parsed = envelope.parse(env)
+    assert env == envelope._encoder.encode(parsed._env)
+    assert envelope.open(env, identities[to[-1]], identities["alice"].public.sign_key).text == text

@@ -28,15 +28,17 @@ a CEK or a nonce.
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Callable, Sequence
 
+import pybase64
 from cryptography.exceptions import InvalidSignature, InvalidTag
 from cryptography.hazmat.primitives.asymmetric import ed25519
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from ..b64 import b64u_decode, b64u_encode
+from ..b64 import b64u_decode
 from ..errors import (
     ConversationMismatch,
     DecryptionFailed,
@@ -75,10 +77,9 @@ from .format import (
     Opened,
     ParsedEnvelope,
     _commitment,
+    _compact,
     _encoder,
-    _Envelope,
-    _Recipient,
-    _RecipientHeader,
+    _signing_bytes,
     _signing_input,
     check,
     parse,
@@ -92,6 +93,12 @@ __all__ = [
 ]
 """The public API: seal, parse, open (and verify_signature), the relay's check, their result types and the
 format's constants (the form, :func:`parse` and :func:`check` are defined in :mod:`shared.envelope.format`)."""
+
+
+_b64 = functools.partial(pybase64.b64encode_as_string, altchars=b"-_")
+"""``shared.b64.b64u_encode`` without its Python frame: ``_b64(data).rstrip("=")`` is the same
+unpadded base64url text. A seal encodes eight members; the frames cost ~1 µs of its ~8 µs of
+Python (the seal target: within 1.15 x its cryptography)."""
 
 
 def _seal_with(
@@ -130,29 +137,22 @@ def _seal_with(
         raise EnvelopeMalformed("epoch must be in 0..2**53-1", field="ep")
     check_kid(head, "mh")
     # Size check before any RSA work: ciphertext grows the text by 4/3, each wrapped key is fixed.
-    estimate = (len(plaintext) * 4 + 2) // 3 + sum(r.wrap_key.key_size // 6 + 70 for r in recipients)
+    estimate = (len(plaintext) * 4 + 2) // 3 + sum(r.wrap_bytes * 4 // 3 + 70 for r in recipients)
     if estimate > max_bytes:
         raise EnvelopeTooLarge(f"envelope would be ~{estimate} bytes; limit {max_bytes}", field="plaintext")
     header = Header(
-        alg=ALG, enc=ENC, typ=TYP, cty=CTY, v=VERSION, mid=b64u_encode(message_id), cid=conversation,
+        alg=ALG, enc=ENC, typ=TYP, cty=CTY, v=VERSION, mid=_b64(message_id).rstrip("="), cid=conversation,
         snd=sender.username, skid=sender.sign_kid, ts=sent_at_ms, ctr=counter, ep=epoch, mh=head,
-        kc=b64u_encode(_commitment(cek).finalize()), rkids=kids,
+        kc=_b64(_commitment(cek).finalize()).rstrip("="), rkids=kids,
     )
-    protected = b64u_encode(_encoder.encode(header))
+    protected = _b64(_encoder.encode(header)).rstrip("=")
     sealed = AESGCM(cek).encrypt(iv, plaintext, protected.encode("ascii"))
-    env = _Envelope(
-        protected=protected,
-        recipients=[
-            _Recipient(_RecipientHeader(r.wrap_kid), b64u_encode(r.wrap_key.encrypt(cek, _OAEP)))
-            for r in recipients
-        ],
-        iv=b64u_encode(iv),
-        ciphertext=b64u_encode(sealed[:-TAG_BYTES]),
-        tag=b64u_encode(sealed[-TAG_BYTES:]),
-        sig="",
-    )
-    env.sig = b64u_encode(sender.sign_private.sign(_signing_input(env)))
-    data = _encoder.encode(env)
+    keys = [_b64(r.wrap_key.encrypt(cek, _OAEP)).rstrip("=") for r in recipients]
+    iv_text, tag = _b64(iv).rstrip("="), _b64(sealed[-TAG_BYTES:]).rstrip("=")
+    ciphertext = _b64(sealed[:-TAG_BYTES]).rstrip("=")
+    signature = sender.sign_private.sign(_signing_bytes(protected, ",".join(keys), iv_text, ciphertext, tag))
+    sig = _b64(signature).rstrip("=")
+    data = _compact(protected, kids, keys, iv_text, ciphertext, tag, sig)
     if len(data) > max_bytes:
         raise EnvelopeTooLarge(f"envelope is {len(data)} bytes; limit {max_bytes}", field="plaintext")
     return data
