@@ -88,7 +88,7 @@ class SendPath:
                      exclude: Connection | None = None) -> frames.Stored:
         """Validate an envelope from ``user``, store it, and fan it out to online members.
 
-        Checks, before anything is stored: size and shape (``envelope.parse``), the frame's
+        Checks, before anything is stored: size and shape (``envelope.check``), the frame's
         conversation equals the header's ``cid``, the header's sender is ``user`` (the token's
         subject), ``user`` is a member, the header's ``ep``/``mh`` are the membership log's head,
         and the recipients are exactly the wrap keys that head binds, in its member order. A
@@ -107,10 +107,9 @@ class SendPath:
                 user, user_id, conversation,
                 plain.parse(raw, max_bytes=self.settings.max_envelope_bytes), exclude)
         t0 = time.perf_counter()
-        parsed = envelope.parse(
+        h = envelope.check(  # never decodes the ciphertext and wrapped keys: only recipients read them
             raw, max_bytes=self.settings.max_envelope_bytes, max_recipients=self.settings.max_recipients
         )
-        h = parsed.header
         if h.cid != conversation:
             raise ConversationMismatch("envelope cid differs from the frame's conversation", field="cid")
         if h.snd != user:
