@@ -30,6 +30,7 @@ This module imports no asyncio and touches no socket: its tests feed frames and 
 from __future__ import annotations
 
 from .client import (
+    MAX_SEQ,
     ClientEvent,
     ClientProtocol,
     ClientState,
@@ -56,6 +57,7 @@ from .relay import (
 )
 
 __all__ = [
+    "MAX_SEQ",
     "RENEW_AT",
     "AckReceived",
     "AuthRequested",

@@ -23,6 +23,9 @@ from ..errors import (
 from ..keys import load_wrap_public_key
 from .common import RENEW_AT, _Side
 
+MAX_SEQ = 2**53 - 1
+"""The largest seq (the largest integer JSON carries exactly): a sync after it is an empty page."""
+
 
 # -- events of the client side --------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
@@ -155,6 +158,7 @@ class ClientProtocol(_Side):
         self._ping_every, self._ack_delay, self._renew, self._sync_limit = ping_every, ack_delay, renew, sync_limit
         self._in_flight: dict[str, None] = {}  # an ordered set of mids
         self._held: dict[int, frames.Message] = {}
+        self._barriers = 0  # empty sync pages asked for and not answered yet
         self._ack_due = self._ack_sent = 0
         self._ack_at: float | None = None
         self._ping_at: float | None = None
@@ -272,6 +276,7 @@ class ClientProtocol(_Side):
 
     def _on_synced(self, frame: frames.Synced) -> list[ClientEvent]:
         if self.state is not ClientState.SYNCING:
+            self._barriers = max(0, self._barriers - 1)
             return [SyncProgress(frame.cursor, frame.more)]
         released = [self._held.pop(seq) for seq in sorted(self._held) if not frame.more or seq <= frame.cursor]
         if frame.more:
@@ -314,8 +319,25 @@ class ClientProtocol(_Side):
         self._require_open("sync")
         if self.state is ClientState.SYNCING:
             raise SessionStateError(f"cannot start a sync in state {self.state}")
+        if self._barriers:  # its answer would end this sync before its pages came
+            raise SessionStateError(f"cannot start a sync in state {self.state} before a barrier's answer")
         self.state = ClientState.SYNCING
         self._queue(frames.Sync(after=after, limit=self._sync_limit))
+
+    def barrier(self) -> None:
+        """Queue an empty sync page (after :data:`MAX_SEQ`). The relay answers a connection's frames
+        in order, so its :class:`SyncProgress` (``more`` False) comes after every frame the relay
+        queued to this connection before it: the code around can wait for that. No sync runs, so
+        live messages are not held and keep the order the relay sent them in.
+
+        Raises:
+            SessionStateError: not open, or a sync is running (whose end the answer would fake).
+        """
+        self._require_open("set a barrier")
+        if self.state is ClientState.SYNCING:
+            raise SessionStateError(f"cannot set a barrier in state {self.state}")
+        self._barriers += 1
+        self._queue(frames.Sync(after=MAX_SEQ, limit=self._sync_limit))
 
     def ack(self, seq: int) -> None:
         """Acknowledge every message up to ``seq``, ``ack_delay`` seconds from the first call of a

@@ -21,6 +21,7 @@ from shared.errors import (
 )
 from shared.keys import spki_der
 from shared.session import (
+    MAX_SEQ,
     AckReceived,
     AuthRequested,
     ClientProtocol,
@@ -190,6 +191,20 @@ def test_live_messages_wait_for_the_sync_and_come_out_in_seq_order():
     with pytest.raises(SessionStateError, match="syncing"):
         p.start_sync(0)
         p.start_sync(0)
+
+
+def test_a_barrier_is_an_empty_page_answered_in_order_and_holds_nothing():
+    p = opened()
+    p.barrier()
+    assert sent(p) == [frames.Sync(after=MAX_SEQ, limit=200)] and p.state is ClientState.OPEN
+    assert [e.seq for e in p.receive_frame(msg(5))] == [5]  # live ones keep the relay's order
+    assert [e.seq for e in p.receive_frame(msg(4))] == [4]
+    with pytest.raises(SessionStateError, match="barrier"):  # its answer would end the sync early
+        p.start_sync(5)
+    assert p.receive_frame(enc(frames.Synced(5, False))) == [SyncProgress(5, False)]
+    p.start_sync(5)  # answered: a sync may start
+    with pytest.raises(SessionStateError, match="syncing"):
+        p.barrier()
 
 
 def test_acks_of_a_burst_go_out_as_one_frame_after_the_delay():
