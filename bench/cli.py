@@ -81,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
                     _run(console, suite, args, results)
         else:
             _run(console, BY_NAME[args.command], args, results)
+        results["machine"]["loadavg_end"] = machine.load_now()  # the machine is shared: load at both ends
         results["targets"] = targets_mod.check(results)
     if args.command != "report":  # one suite: only the targets it decides
         results["targets"] = [t for t in results["targets"] if t["met"] is not None]

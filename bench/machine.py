@@ -62,7 +62,31 @@ def facts() -> dict[str, object]:
         "libraries": libs,
         "node": node_version(),
         "started_at": int(time.time()),
+        "commit": git_commit(),
     }
+
+
+def git_commit() -> str | None:
+    """The checkout's commit (short sha, ``+`` when files differ from it), or None outside git."""
+    import subprocess
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        sha = subprocess.run(["git", "-C", here, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                             timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "-C", here, "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return (sha + ("+" if dirty else "")) or None
+
+
+def load_now() -> list[float] | None:
+    """The load average now (1, 5, 15 min), or None where the OS has none."""
+    try:
+        return list(os.getloadavg())
+    except OSError:
+        return None
 
 
 def one_line(f: dict) -> str:
