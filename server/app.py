@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
+from collections.abc import AsyncIterator
 
 import msgspec
 from starlette.applications import Starlette
@@ -31,7 +32,7 @@ from shared.names import canonical_username
 from . import membership, metrics, session_api, store
 from .auth import Passwords, Tokens
 from .bodycap import BodyCap
-from .db import commits_wait_for_disk, create_engine, create_writer_engine, sessionmaker
+from .db import UserKey, commits_wait_for_disk, create_engine, create_writer_engine, sessionmaker
 from .relay import Relay
 from .retention import Retention
 from .sessions import BearerAuth
@@ -72,7 +73,7 @@ async def healthz(request: Request) -> Response:
     return _json({"ok": True, "level": _state(request).settings.level})
 
 
-async def _load_keys(body: RegisterBody | RotateBody, username: str):
+async def _load_keys(body: RegisterBody | RotateBody, username: str) -> keys.PublicIdentity:
     try:
         wrap = keys.load_wrap_public_key(b64u_decode(body.wrap_key, "wrap_key"), username)
         sign = keys.load_signing_public_key(b64u_decode(body.sign_key, "sign_key"), username)
@@ -86,7 +87,7 @@ async def _load_keys(body: RegisterBody | RotateBody, username: str):
 async def relay_key(request: Request) -> Response:
     """Level 3: the relay's RSA public key (SPKI DER, b64url) and its key id, for clients to pin."""
     relay = _state(request).relay
-    if relay.relay_key_b64 is None:
+    if relay.relay_key_b64 is None or relay.relay_private is None:
         raise NotFound(f"this relay runs level {_state(request).settings.level}: it has no L3 key")
     return _json({"relay_key": relay.relay_key_b64, "kid": keys.key_id(relay.relay_private.public_key())})
 
@@ -106,7 +107,7 @@ async def register(request: Request) -> Response:
     return _json({"username": username, "wrap_kid": ident.wrap_kid, "sign_kid": ident.sign_kid}, 201)
 
 
-def _key_json(username: str, row) -> dict:
+def _key_json(username: str, row: UserKey) -> dict[str, object]:
     return {
         "username": username, "wrap_key": b64u_encode(row.wrap_key), "sign_key": b64u_encode(row.sign_key),
         "wrap_kid": row.wrap_kid, "sign_kid": row.sign_kid,
@@ -286,7 +287,7 @@ def create_app(settings: Settings) -> Starlette:
     """Build the relay app. The database must be migrated before it starts (see server.cli)."""
 
     @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette):
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
         engine = create_engine(settings.db_url, sqlite_synchronous=settings.sqlite_synchronous)
         writer_engine = create_writer_engine(settings.db_url, sqlite_synchronous=settings.sqlite_synchronous)
         sessions = sessionmaker(engine)

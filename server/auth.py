@@ -14,7 +14,9 @@ import logging
 import secrets
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import jwt
 from argon2 import PasswordHasher
@@ -23,6 +25,10 @@ from cryptography.hazmat.primitives.asymmetric import ed25519
 
 from shared.errors import AuthFailed, Busy, InvalidRequest
 from shared.names import canonical_username, normalise_secret, secret_candidates
+
+T = TypeVar("T")
+JwtKey = bytes | ed25519.Ed25519PrivateKey
+"""An HS256 secret (>= 32 bytes) or an EdDSA (Ed25519) private key."""
 
 log = logging.getLogger("e2ee.relay.auth")
 
@@ -48,7 +54,7 @@ class Passwords:
         self.pending = 0  # hashes running or waiting for a slot
         self.refused = 0  # refused with busy
 
-    async def _run(self, fn, *args):
+    async def _run(self, fn: Callable[..., T], *args: object) -> T:
         """``fn(*args)`` in a thread once a hash slot is free.
 
         Raises:
@@ -133,7 +139,9 @@ class Tokens:
     HS/asymmetric key confusion are refused.
     """
 
-    def __init__(self, algorithm: str, key, issuer: str, audience: str, ttl_s: int, leeway_s: int) -> None:
+    def __init__(self, algorithm: str, key: JwtKey, issuer: str, audience: str, ttl_s: int, leeway_s: int) -> None:
+        self._sign_key: JwtKey
+        self._verify_key: bytes | ed25519.Ed25519PublicKey
         if algorithm == "HS256":
             if not isinstance(key, bytes) or len(key) < 32:
                 raise ValueError("HS256 secret must be at least 32 bytes")

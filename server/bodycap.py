@@ -13,15 +13,16 @@ import logging
 from collections.abc import Callable
 
 import msgspec
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from shared.errors import BodyTooLarge, E2EEError, InvalidRequest
 
 log = logging.getLogger("e2ee.relay.http")
 
 
-def _answer(exc: E2EEError, status: int) -> tuple[dict, dict]:
+def _answer(exc: E2EEError, status: int) -> tuple[Message, Message]:
     body = msgspec.json.encode({"error": exc.as_dict()})
-    start = {"type": "http.response.start", "status": status, "headers": [
+    start: Message = {"type": "http.response.start", "status": status, "headers": [
         (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
         (b"connection", b"close")]}
     return start, {"type": "http.response.body", "body": body}
@@ -36,14 +37,15 @@ class BodyCap:
             a REST send).
     """
 
-    def __init__(self, app, cap_for: Callable[[str], int]) -> None:
+    def __init__(self, app: ASGIApp, cap_for: Callable[[str], int]) -> None:
         self.app = app
         self.cap_for = cap_for
         self.refused = 0
 
-    async def __call__(self, scope, receive, send) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
-            return await self.app(scope, receive, send)
+            await self.app(scope, receive, send)
+            return
         cap = self.cap_for(scope["path"])
         declared = next((v for k, v in scope["headers"] if k == b"content-length"), None)
         if declared is not None:
@@ -56,7 +58,7 @@ class BodyCap:
         over = False
         started = False
 
-        async def capped_receive():
+        async def capped_receive() -> Message:
             nonlocal received, over
             message = await receive()
             if message["type"] == "http.request":
@@ -66,7 +68,7 @@ class BodyCap:
                     raise self._too_large(cap)
             return message
 
-        async def closing_send(message) -> None:
+        async def closing_send(message: Message) -> None:
             nonlocal started
             if message["type"] == "http.response.start":
                 started = True
@@ -86,7 +88,7 @@ class BodyCap:
         return BodyTooLarge(f"request body over {cap} bytes", field="body")
 
     @staticmethod
-    async def _refuse(scope, send, exc: E2EEError, status: int) -> None:
+    async def _refuse(scope: Scope, send: Send, exc: E2EEError, status: int) -> None:
         log.info("%s %s refused code=%s (body cap)", scope["method"], scope["path"], exc.code)
         start, body = _answer(exc, status)
         await send(start)

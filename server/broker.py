@@ -24,6 +24,7 @@ import hmac
 import logging
 import secrets
 import time
+from typing import TYPE_CHECKING
 
 import msgspec
 import redis.asyncio as aioredis
@@ -33,6 +34,9 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from redis.exceptions import RedisError
 
 from shared import frames
+
+if TYPE_CHECKING:
+    from .relay import Relay
 
 log = logging.getLogger("e2ee.relay.broker")
 RESYNC_MARGIN_MS = 5000  # clock skew between relays and the time a publish was in flight
@@ -65,7 +69,7 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def note_key(jwt_key) -> bytes:
+def note_key(jwt_key: bytes | ed25519.Ed25519PrivateKey) -> bytes:
     """The 32-byte HMAC key for notes, derived from the JWT key every relay of a group shares
     (an HS256 secret, or the Ed25519 private key) with HKDF-SHA-256 (RFC 5869)."""
     if isinstance(jwt_key, ed25519.Ed25519PrivateKey):
@@ -103,7 +107,7 @@ class RedisBroker:
         relay: this process's :class:`server.relay.Relay`.
     """
 
-    def __init__(self, url: str, channel: str, relay, key: bytes) -> None:
+    def __init__(self, url: str, channel: str, relay: Relay, key: bytes) -> None:
         self.url = url
         self.key = key
         self.channel = f"{channel}:fanout"
@@ -116,7 +120,7 @@ class RedisBroker:
         self.received = 0
         self.rejected = 0  # notes without a valid tag, or stale
         self._outbox: asyncio.Queue[bytes] = asyncio.Queue(OUTBOX_LIMIT)
-        self._tasks: list[asyncio.Task] = []
+        self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
         self._tasks = [asyncio.create_task(self._subscribe(), name="broker-sub"),
@@ -225,7 +229,7 @@ class RedisBroker:
                 self._mark_down()
             finally:
                 with contextlib.suppress(Exception):
-                    await pubsub.aclose()
+                    await pubsub.aclose()  # type: ignore[no-untyped-call]  # redis-py 8 leaves PubSub.aclose unannotated
                     await client.aclose()
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, 5.0)

@@ -6,6 +6,7 @@ import argparse
 import dataclasses
 import logging
 import os
+import socket
 import sys
 
 from . import __version__
@@ -90,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     class RelayServer(uvicorn.Server):
         """uvicorn, but websockets are closed by the relay with 1001 before uvicorn's own shutdown."""
 
-        async def shutdown(self, sockets=None) -> None:
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
             state = getattr(app.state, "e2ee", None)
             if state is not None:
                 await state.relay.shutdown()

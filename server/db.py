@@ -7,6 +7,8 @@ for write transactions (execution option ``immediate=True``).
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import (
     BigInteger,
     Boolean,
@@ -21,10 +23,13 @@ from sqlalchemy import (
     event,
 )
 from sqlalchemy import create_engine as sa_create_engine
-from sqlalchemy.engine import Engine
-from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
-from sqlalchemy.pool import SingletonThreadPool
+from sqlalchemy.pool import ConnectionPoolEntry, SingletonThreadPool
+
+Sessions = async_sessionmaker[AsyncSession]
+"""Opens a database session: ``async with sessions() as session: ...`` (reads; writes go through the writer)."""
 
 NAMING = {
     "ix": "ix_%(column_0_label)s",
@@ -174,7 +179,8 @@ class Delivery(Base):
 
 def _sqlite_settings(sync: Engine, synchronous: str, autocheckpoint: bool = True) -> None:
     @event.listens_for(sync, "connect")
-    def _on_connect(dbapi_conn, _record) -> None:
+    def _on_connect(dbapi_conn: Any, _record: ConnectionPoolEntry) -> None:
+        # dbapi_conn: sqlite3's connection, or aiosqlite's adapter of it (both take these calls)
         dbapi_conn.isolation_level = None  # we emit BEGIN ourselves (below)
         cur = dbapi_conn.cursor()
         cur.execute("PRAGMA journal_mode=WAL")
@@ -186,7 +192,7 @@ def _sqlite_settings(sync: Engine, synchronous: str, autocheckpoint: bool = True
         cur.close()
 
     @event.listens_for(sync, "begin")
-    def _on_begin(conn) -> None:
+    def _on_begin(conn: Connection) -> None:
         immediate = conn.get_execution_options().get("immediate", False)
         conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
@@ -221,5 +227,6 @@ def create_writer_engine(url: str, *, sqlite_synchronous: str = "NORMAL") -> Eng
     return engine
 
 
-def sessionmaker(engine: AsyncEngine) -> async_sessionmaker:
+def sessionmaker(engine: AsyncEngine) -> Sessions:
+    """Sessions on ``engine`` whose objects stay readable after the commit."""
     return async_sessionmaker(engine, expire_on_commit=False)

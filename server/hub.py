@@ -38,7 +38,7 @@ class Connection:
     user_id: int
     max_frames: int
     max_bytes: int
-    queue: asyncio.Queue = field(default_factory=asyncio.Queue)
+    queue: asyncio.Queue[bytes | None] = field(default_factory=asyncio.Queue)  # None: close now
     pending_bytes: int = 0
     closing: str | None = None  # why the relay closes it (None: open, or closed by the peer)
     close_code: int = CLOSE_GOING_AWAY

@@ -48,7 +48,7 @@ class JsonFormatter(logging.Formatter):
         })
 
 
-def setup(data_dir: Path, fmt: str = "plain", level: str = "INFO") -> dict:
+def setup(data_dir: Path, fmt: str = "plain", level: str = "INFO") -> dict[str, object]:
     """Configure logging; returns a uvicorn ``log_config`` dict that uses the same handlers."""
     formatter = JsonFormatter() if fmt == "json" else logging.Formatter(
         "%(asctime)s %(levelname)s %(name)s: %(message)s"

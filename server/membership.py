@@ -12,6 +12,7 @@ sends it accepts, which wrap keys it expects) is then exactly the verified head'
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sqlalchemy import delete, select, update
@@ -167,7 +168,8 @@ async def check(session: AsyncSession, signed: str, subject: str, *, cid: str | 
     if not signers:
         raise ActorKeyMismatch(f"{st.actor} never published the signing key {st.akid[:8]}…", field="akid")
     current = next(((r.wrap_kid, r.sign_kid) for r in rows if r.username == st.actor and r.current), None)
-    if st.op == "update" and (st.member(st.actor) is None or st.member(st.actor)[1:] != current):
+    actor = st.member(st.actor)
+    if st.op == "update" and (actor is None or actor[1:] != current):
         raise InvalidRequest("an update moves the actor's current keys in", field="members")
     if st.op != "update" and not any(r.current for r in signers):  # a replaced (stolen?) key signs only
         raise ActorKeyMismatch(f"{st.actor} replaced the signing key {st.akid[:8]}…: it signs only the "
@@ -177,7 +179,7 @@ async def check(session: AsyncSession, signed: str, subject: str, *, cid: str | 
     return Checked(st, user_ids[st.actor], user_ids)
 
 
-def append(checked: Checked):
+def append(checked: Checked) -> Callable[[Session], tuple[list[int], list[int]]]:
     """A write op storing a checked statement and making the member table its members; returns
     ``(user ids before, user ids after)``.
 

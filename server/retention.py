@@ -26,8 +26,9 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
+from typing import Any, cast
 
-from sqlalchemy import and_, delete, exists, or_, select, text
+from sqlalchemy import CursorResult, and_, delete, exists, or_, select, text
 from sqlalchemy.orm import Session
 
 from .db import Delivery, LoginSession, Message
@@ -69,9 +70,10 @@ def delete_ended_sessions(before_ms: int, idle_ms: int) -> Callable[[Session], i
     """A write op deleting login sessions that ended, expired or went idle before ``before_ms``."""
 
     def op(s: Session) -> int:
-        done = s.execute(delete(LoginSession).where(or_(
+        # a DELETE's result is a CursorResult (Session.execute is typed for SELECTs)
+        done = cast("CursorResult[Any]", s.execute(delete(LoginSession).where(or_(
             LoginSession.ended_at_ms < before_ms, LoginSession.expires_at_ms < before_ms,
-            LoginSession.last_used_at_ms < before_ms - idle_ms)))
+            LoginSession.last_used_at_ms < before_ms - idle_ms))))
         return done.rowcount or 0
 
     return op
@@ -87,7 +89,7 @@ class Retention:
         self.sessions_deleted = 0
         self.sweeps = 0
         self.last_sweep_s = 0.0
-        self._task: asyncio.Task | None = None
+        self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
         if self.settings.retention_interval_s > 0:

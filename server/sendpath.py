@@ -23,6 +23,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -34,6 +35,9 @@ from .hub import Connection, Hub
 from .limits import RateLimiter
 from .settings import Settings
 from .writer import Writer
+
+if TYPE_CHECKING:
+    from .broker import RedisBroker
 
 log = logging.getLogger("e2ee.relay")
 PULL_PAGE = 200
@@ -79,7 +83,7 @@ class SendPath:
         self._member_cache: dict[str, tuple[float, membership.Head]] = {}
         self._member_loading: dict[str, asyncio.Future] = {}
         self._member_generation = 0
-        self.broker = None  # set by the app when --broker is given (server.broker.RedisBroker)
+        self.broker: RedisBroker | None = None  # set by the app when --broker is given
         self.sends = RateLimiter("sends", settings.rate_sends_per_s, settings.rate_sends_burst)
         self.ordered = not settings.db_url.startswith("sqlite")  # shared database: pulled delivery
         self._pulls: set[asyncio.Task] = set()

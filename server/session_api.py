@@ -21,6 +21,7 @@ from shared.errors import AuthFailed, InvalidRequest, NotFound
 from shared.names import canonical_username
 
 from . import session_store, store
+from .db import User
 from .session_store import Outcome
 from .sessions import session_ended
 from .web import State, claims_of, client_address, json_response, read_body, state
@@ -48,8 +49,9 @@ def _user_agent(request: Request) -> str:
     return "".join(ch for ch in raw if ch.isprintable())[:200]
 
 
-def _tokens(st: State, s: Outcome, secret: str) -> dict:
+def _tokens(st: State, s: Outcome, secret: str) -> dict[str, object]:
     """The answer to a login or refresh: access token, refresh credential, their lifetimes (s)."""
+    assert s.username is not None  # a live session's outcome names its user
     token, exp = st.tokens.issue(s.username, s.sid, not_after=s.expires_at_ms // 1000)
     now_ms = time.time() * 1000
     refresh_end_ms = min(s.expires_at_ms, s.last_used_at_ms + st.settings.session_idle_days * DAY_MS)
@@ -58,7 +60,7 @@ def _tokens(st: State, s: Outcome, secret: str) -> dict:
             "username": s.username}
 
 
-async def _verify_password(st: State, request: Request, username: str | None, password: str):
+async def _verify_password(st: State, request: Request, username: str | None, password: str) -> User:
     """The user if ``password`` is theirs (lockout counted per username and address).
 
     Raises:
@@ -71,7 +73,7 @@ async def _verify_password(st: State, request: Request, username: str | None, pa
         async with st.sessions() as session:
             user = await store.get_user(session, username)
     ok, upgraded = await st.passwords.verify_and_upgrade(user.password_hash if user else None, password)
-    if not ok:
+    if not ok or user is None:
         st.limits.lockout.failed(username or "?", address)
         log.info("password refused user=%s", username or "?")
         raise AuthFailed("unknown user or wrong password", field="password")

@@ -113,7 +113,7 @@ def rotate(sid: str, presented: bytes, new_hash: bytes, idle_ms: int) -> Callabl
         now = now_ms()
         row = s.execute(select(LoginSession).where(LoginSession.id == sid).with_for_update()).scalar_one_or_none()
         ended = _state(row, now, idle_ms)
-        if ended is not None:
+        if row is None or ended is not None:
             return Outcome(sid, ended=ended)
         if not hmac.compare_digest(row.refresh_hash, presented):
             row.ended_at_ms, row.ended_reason = now, "refresh_reused"

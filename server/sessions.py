@@ -18,11 +18,15 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import OrderedDict
+from dataclasses import dataclass
+
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from shared.errors import AuthFailed, E2EEError, SessionEnded
 
 from . import session_store
 from .auth import Claims, bearer_token
+from .db import Sessions
 from .session_store import Outcome
 
 CACHE_MAX = 100_000
@@ -40,6 +44,15 @@ def session_ended(reason: str) -> SessionEnded:
     return SessionEnded(f"session ended: {REASONS.get(reason, reason)}; log in again", reason=reason, field="sid")
 
 
+@dataclass(frozen=True)
+class LiveSession:
+    """A session :meth:`SessionGuard.check` found live: its id, user id and username."""
+
+    sid: str
+    user_id: int
+    username: str
+
+
 class SessionGuard:
     """The cache of session states that access tokens are checked against.
 
@@ -49,19 +62,19 @@ class SessionGuard:
         idle_ms: a session not refreshed for this long is over.
     """
 
-    def __init__(self, db_sessions, cache_s: float, idle_ms: int) -> None:
+    def __init__(self, db_sessions: Sessions, cache_s: float, idle_ms: int) -> None:
         self._db = db_sessions
         self.cache_s = cache_s
         self.idle_ms = idle_ms
         self._cache: OrderedDict[str, tuple[float, Outcome]] = OrderedDict()
-        self._loading: dict[str, asyncio.Future] = {}
+        self._loading: dict[str, asyncio.Future[Outcome]] = {}
         self.queries = 0  # database reads (the rest were cache hits)
         self.logins = 0
         self.refreshes = 0
         self.ended_count = 0
         self.reuse_detected = 0
 
-    async def check(self, claims: Claims) -> Outcome:
+    async def check(self, claims: Claims) -> LiveSession:
         """The live session of ``claims``.
 
         Raises:
@@ -75,15 +88,19 @@ class SessionGuard:
             loading = self._loading.get(claims.sid)
             if loading is None:  # one read per session, however many requests wait for it
                 loading = self._loading[claims.sid] = asyncio.ensure_future(self._load(claims.sid))
-                loading.add_done_callback(lambda _f, sid=claims.sid: self._loading.pop(sid, None))
+                sid = claims.sid
+                loading.add_done_callback(lambda _f: self._forget_loading(sid))
             state = await asyncio.shield(loading)
         if state.ended is None and state.expires_at_ms <= time.time() * 1000:
             state = Outcome(state.sid, state.user_id, state.username, ended="expired")
         if state.ended is not None:
             raise session_ended(state.ended)
-        if state.username != claims.sub:
+        if state.username != claims.sub or state.user_id is None:
             raise AuthFailed("the token's session belongs to another user", field="sid")
-        return state
+        return LiveSession(state.sid, state.user_id, state.username)
+
+    def _forget_loading(self, sid: str) -> None:
+        self._loading.pop(sid, None)
 
     async def _load(self, sid: str) -> Outcome:
         started = time.monotonic()
@@ -120,10 +137,10 @@ class BearerAuth:
     claims (or raises the error) without further work. ``GET /v1/metrics`` takes the operator
     token instead and is left alone."""
 
-    def __init__(self, app) -> None:
+    def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
-    async def __call__(self, scope, receive, send) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["path"] != "/v1/metrics":
             value = next((v for k, v in scope["headers"] if k == b"authorization"), None)
             token = bearer_token(value.decode("latin-1")) if value is not None else None

@@ -7,13 +7,18 @@ import importlib
 import ipaddress
 import os
 import secrets
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import platformdirs
 
 from shared.envelope import DEFAULT_MAX_ENVELOPE_BYTES, DEFAULT_MAX_RECIPIENTS
+
+if TYPE_CHECKING:  # cryptography is imported when a key is loaded, not at import
+    from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
 
 TOOLING_MODULES = ("bench", "bench.tools", "bench.tools.hostile")
 
@@ -231,7 +236,7 @@ class Settings:
         self.data_path.mkdir(parents=True, exist_ok=True, mode=0o700)
         return self.data_path
 
-    def resolve_jwt_key(self):
+    def resolve_jwt_key(self) -> bytes | ed25519.Ed25519PrivateKey:
         """The JWT signing key, loaded once: for HS256 the ``jwt_secret`` or ``data_dir/jwt.secret``
         (32 random bytes, hex, 0600); for EdDSA an Ed25519 key in ``data_dir/jwt-ed25519.pem`` (0600).
         Both are generated at first start."""
@@ -247,9 +252,12 @@ class Settings:
                 serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
         if self.jwt_algorithm == "HS256":
             return bytes.fromhex(data.decode().strip())
-        return serialization.load_pem_private_key(data, password=None)
+        key = serialization.load_pem_private_key(data, password=None)
+        if not isinstance(key, ed25519.Ed25519PrivateKey):
+            raise ValueError("jwt-ed25519.pem does not hold an Ed25519 private key")
+        return key
 
-    def resolve_relay_key(self):
+    def resolve_relay_key(self) -> rsa.RSAPrivateKey:
         """Level 3: the relay's RSA-3072 key in ``data_dir/relay-l3-key.pem`` (0600), made at first
         start. Clients wrap their session keys to it and pin it (``GET /v1/relay-key``)."""
         from cryptography.hazmat.primitives import serialization
@@ -258,7 +266,10 @@ class Settings:
         data = self._private_file("relay-l3-key.pem", lambda: rsa.generate_private_key(
             public_exponent=65537, key_size=3072).private_bytes(
             serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
-        return serialization.load_pem_private_key(data, password=None)
+        key = serialization.load_pem_private_key(data, password=None)
+        if not isinstance(key, rsa.RSAPrivateKey):
+            raise ValueError("relay-l3-key.pem does not hold an RSA private key")
+        return key
 
     def resolve_operator_token(self) -> str:
         """The bearer token for ``GET /v1/metrics``: ``operator_token``, or ``data_dir/operator.token``
@@ -267,7 +278,7 @@ class Settings:
             return self.operator_token
         return self._private_file("operator.token", lambda: secrets.token_bytes(32).hex().encode()).decode().strip()
 
-    def _private_file(self, name: str, make) -> bytes:
+    def _private_file(self, name: str, make: Callable[[], bytes]) -> bytes:
         """The bytes of ``data_dir/name``; at first use ``make()`` is written there, mode 0600
         (created exclusively: two processes starting together keep the first one's)."""
         path = self.ensure_data_dir() / name
@@ -281,19 +292,19 @@ class Settings:
         return path.read_bytes()
 
     @classmethod
-    def from_env(cls, environ: dict[str, str] | None = None, **overrides) -> Settings:
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
         """Build settings from ``E2EE_*`` variables, then ``overrides`` (non-None values win)."""
-        environ = os.environ if environ is None else environ
-        values: dict[str, object] = {}
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}  # each converted to its field's type by _convert
         for f in fields(cls):
-            raw = environ.get(f"E2EE_{f.name.upper()}")
+            raw = env.get(f"E2EE_{f.name.upper()}")
             if raw is not None:
                 values[f.name] = _convert(f, raw)
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
 
 
-def _convert(f: dataclasses.Field, raw: str) -> object:
+def _convert(f: dataclasses.Field[object], raw: str) -> object:
     kind = f.type if isinstance(f.type, str) else f.type.__name__
     if kind == "bool":
         return raw.strip().lower() in ("1", "true", "yes", "on")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import TypeVar
 
 import msgspec
 from starlette.requests import Request
@@ -16,6 +17,7 @@ from starlette.websockets import WebSocket
 from shared.errors import AuthFailed, Busy, E2EEError, InvalidRequest, RateLimited, UnsupportedMediaType
 
 from .auth import Claims, Passwords, Tokens
+from .db import Sessions
 from .limits import Lockout, RateLimiter
 from .relay import Relay
 from .retention import Retention
@@ -23,6 +25,7 @@ from .settings import Settings
 from .writer import Writer
 
 log = logging.getLogger("e2ee.relay.http")
+T = TypeVar("T")
 JSON_TYPES = ("application/json",)
 ENVELOPE_TYPES = ("application/json", "application/jose+json")  # RFC 7516 §9: a JWE in JSON
 
@@ -79,7 +82,7 @@ class State:
     """Per-process state the handlers share (``app.state.e2ee``)."""
 
     settings: Settings
-    sessions: object
+    sessions: Sessions
     writer: Writer
     tokens: Tokens
     passwords: Passwords
@@ -91,7 +94,8 @@ class State:
 
 def state(request: Request | WebSocket) -> State:
     """The relay's :class:`State` for this request."""
-    return request.app.state.e2ee
+    st: State = request.app.state.e2ee  # set by create_app's lifespan
+    return st
 
 
 def require_type(request: Request, accepted: tuple[str, ...]) -> None:
@@ -102,7 +106,7 @@ def require_type(request: Request, accepted: tuple[str, ...]) -> None:
         raise UnsupportedMediaType(f"Content-Type must be {' or '.join(accepted)}", field="content-type")
 
 
-async def read_body(request: Request, kind: type):
+async def read_body(request: Request, kind: type[T]) -> T:
     """The JSON body as ``kind`` (read whole only after the body cap let it through)."""
     require_type(request, JSON_TYPES)
     data = await request.body()
@@ -122,7 +126,8 @@ def claims_of(request: Request) -> Claims:
     """
     box = request.scope.get("state", {})
     if "claims" in box:
-        return box["claims"]
+        claims: Claims = box["claims"]
+        return claims
     if "auth_error" in box:
         raise box["auth_error"]
     raise AuthFailed("Authorization: Bearer token required", field="authorization")

@@ -14,15 +14,15 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError
-from sqlalchemy.ext.asyncio import async_sessionmaker
 from sqlalchemy.orm import Session
 from sqlalchemy.orm import sessionmaker as SyncSessionmaker
 
-from .store import NewMessage, insert_messages
+from .db import Sessions
+from .store import NewMessage, StoreResult, insert_messages
 
 log = logging.getLogger("e2ee.relay.store")
 T = TypeVar("T")
@@ -52,7 +52,7 @@ class Writer:
 
     CHECKPOINT_INTERVAL_S = 1.0
 
-    def __init__(self, sessions: async_sessionmaker, sync_engine: Engine | None = None, max_batch: int = 256,
+    def __init__(self, sessions: Sessions, sync_engine: Engine | None = None, max_batch: int = 256,
                  inline: bool = False) -> None:
         self._sessions = sessions
         self._sync_sessions = SyncSessionmaker(sync_engine, expire_on_commit=False) if sync_engine else None
@@ -60,14 +60,14 @@ class Writer:
         self._inline = inline and sync_engine is not None
         self._engine = sync_engine
         self._loop_conn_ready = False  # the event loop thread's connection has busy_timeout 0
-        self._db_path = sync_engine.url.database if self._inline else None
+        self._db_path = sync_engine.url.database if sync_engine is not None and self._inline else None
         self._checkpointer: sqlite3.Connection | None = None  # used only in the writer's thread
-        self._checkpoint: asyncio.Future | None = None
+        self._checkpoint: asyncio.Future[Any] | None = None
         self._last_checkpoint = 0.0
-        self._queue: asyncio.Queue[tuple[WriteOp, asyncio.Future]] = asyncio.Queue()
-        self._held: collections.deque = collections.deque()  # a background op met while batching
+        self._queue: asyncio.Queue[_Item] = asyncio.Queue()
+        self._held: collections.deque[_Item] = collections.deque()  # a background op met while batching
         self._max_batch = max_batch
-        self._task: asyncio.Task | None = None
+        self._task: asyncio.Task[None] | None = None
         self.batches = 0
         self.ops = 0
         self.checkpoints = 0
@@ -95,7 +95,12 @@ class Writer:
                 self._thread.submit(self._checkpointer.close).result()
             self._thread.shutdown(wait=True)
 
-    async def run(self, op: Callable[[Session], T] | NewMessage, background: bool = False) -> T:
+    @overload
+    async def run(self, op: NewMessage) -> StoreResult: ...
+    @overload
+    async def run(self, op: Callable[[Session], T], background: bool = False) -> T: ...
+
+    async def run(self, op: Callable[[Session], T] | NewMessage, background: bool = False) -> T | StoreResult:
         """Queue ``op`` (a write function of a sync Session, or a :class:`NewMessage`, which
         returns a :class:`StoreResult`) and wait until its transaction committed; re-raises what
         ``op`` raised.
@@ -104,20 +109,22 @@ class Writer:
         event loop (SQLite: in the writer's thread), between the batches of other writes — never
         inside one, so it delays a send by at most its own duration.
         """
-        fut: asyncio.Future = asyncio.get_running_loop().create_future()
-        await self._queue.put((_Background(op) if background else op, fut))
-        return await fut
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        item = _Background(op) if background and not isinstance(op, NewMessage) else op
+        await self._queue.put((item, fut))
+        result: T | StoreResult = await fut
+        return result
 
     async def _loop(self) -> None:
         while True:
-            first = self._held.popleft() if self._held else await self._queue.get()
-            if isinstance(first[0], _Background):
+            op, fut = self._held.popleft() if self._held else await self._queue.get()
+            if isinstance(op, _Background):
                 try:
-                    await self._commit_background(first[0].op, first[1])
+                    await self._commit_background(op.op, fut)
                 finally:
                     self._queue.task_done()
                 continue
-            batch = [first]
+            batch: list[tuple[WriteOp, asyncio.Future[Any]]] = [(op, fut)]
             while len(batch) < self._max_batch:
                 try:
                     item = self._queue.get_nowait()
@@ -126,18 +133,19 @@ class Writer:
                 if isinstance(item[0], _Background):
                     self._held.append(item)  # after this batch, alone
                     break
-                batch.append(item)
+                batch.append((item[0], item[1]))
             try:
                 await self._commit(batch)
             finally:
                 for _ in batch:
                     self._queue.task_done()
 
-    async def _commit_background(self, op: Callable[[Session], Any], fut: asyncio.Future) -> None:
+    async def _commit_background(self, op: Callable[[Session], Any], fut: asyncio.Future[Any]) -> None:
+        ops: list[WriteOp] = [op]
         try:
             if self._thread is not None:
                 result = (await asyncio.get_running_loop().run_in_executor(
-                    self._thread, self._sync_transaction, [op]))[0]
+                    self._thread, self._sync_transaction, ops))[0]
             else:
                 async with self._sessions() as session:
                     result = await session.run_sync(op)
@@ -162,6 +170,7 @@ class Writer:
         return results
 
     def _sync_transaction(self, ops: list[WriteOp]) -> list[Any]:
+        assert self._sync_sessions is not None  # run only with a sync engine (SQLite)
         with self._sync_sessions() as session:
             session.connection(execution_options={"immediate": True})
             results = self._body(session, ops)
@@ -172,9 +181,11 @@ class Writer:
         """In the writer's thread: copy committed WAL frames into the database file (PASSIVE:
         as many as readers allow, never waiting). Returns the frames copied."""
         if self._checkpointer is None:
+            assert self._db_path is not None  # checkpoints run only inline, on an SQLite file
             self._checkpointer = sqlite3.connect(self._db_path, isolation_level=None)
             self._checkpointer.execute("PRAGMA busy_timeout=10000")
-        _busy, _wal_frames, copied = self._checkpointer.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        row: tuple[int, int, int] = self._checkpointer.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        _busy, _wal_frames, copied = row
         return copied
 
     def _after_inline_commit(self) -> None:
@@ -186,7 +197,7 @@ class Writer:
         self._checkpoint = asyncio.get_running_loop().run_in_executor(self._thread, self._run_checkpoint)
         self._checkpoint.add_done_callback(self._checkpoint_done)
 
-    def _checkpoint_done(self, fut: asyncio.Future) -> None:
+    def _checkpoint_done(self, fut: asyncio.Future[Any]) -> None:
         if fut.cancelled():
             return
         if fut.exception() is not None:  # the WAL only grows until the next one succeeds
@@ -199,15 +210,17 @@ class Writer:
         thread's connection has ``busy_timeout`` 0, so ``BEGIN IMMEDIATE`` fails at once with
         SQLITE_BUSY while another process holds the lock."""
         if not self._loop_conn_ready:
+            assert self._engine is not None  # inline needs the sync engine
             raw = self._engine.raw_connection()  # SingletonThreadPool: this thread's own connection
             try:
+                assert raw.driver_connection is not None
                 raw.driver_connection.execute("PRAGMA busy_timeout=0")
             finally:
                 raw.close()
             self._loop_conn_ready = True
         return self._sync_transaction(ops)
 
-    async def _transaction(self, batch: list[tuple[WriteOp, asyncio.Future]]) -> list[Any]:
+    async def _transaction(self, batch: list[tuple[WriteOp, asyncio.Future[Any]]]) -> list[Any]:
         ops = [op for op, _ in batch]
         if self._inline:
             try:
@@ -229,7 +242,7 @@ class Writer:
             await session.commit()
             return results
 
-    async def _commit(self, batch: list[tuple[WriteOp, asyncio.Future]]) -> None:
+    async def _commit(self, batch: list[tuple[WriteOp, asyncio.Future[Any]]]) -> None:
         live = [(op, fut) for op, fut in batch if not fut.cancelled()]
         if not live:
             return
@@ -253,6 +266,10 @@ class Writer:
 @dataclass(frozen=True)
 class _Background:
     op: Callable[[Session], Any]
+
+
+_Item = tuple[WriteOp | _Background, "asyncio.Future[Any]"]
+"""A queued write and the future its caller waits on."""
 
 
 def _sqlite_busy(exc: OperationalError) -> bool:

@@ -142,7 +142,7 @@ class Error(msgspec.Struct, tag="error"):
     code: str
     message: str
     field: str | None = None
-    detail: dict | None = None
+    detail: dict[str, object] | None = None
     ref: str | None = None  # the ``mid`` of the send this error answers, if any
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from cryptography.exceptions import UnsupportedAlgorithm as _CryptoUnsupported
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
+from cryptography.hazmat.primitives.asymmetric.types import PublicKeyTypes
 
 from .b64 import b64u_decode, b64u_encode
 from .errors import KeyExponentRefused, KeyInvalid, KeySizeRefused, KeyTypeRefused
@@ -58,7 +59,7 @@ def key_id(public_key: rsa.RSAPublicKey | ed25519.Ed25519PublicKey) -> str:
     return b64u_encode(hashlib.sha256(spki_der(public_key)).digest())
 
 
-def _load_public(data: bytes | str, owner: str):
+def _load_public(data: bytes | str, owner: str) -> PublicKeyTypes:
     """Parse SPKI PEM, SPKI DER, PKCS#1 PEM or PKCS#1 DER (RFC 8017 A.1.1) into a key object."""
     if isinstance(data, str):
         data = data.encode("ascii", "replace")
@@ -90,12 +91,10 @@ def load_wrap_public_key(data: bytes | str, owner: str = "?") -> rsa.RSAPublicKe
         KeySizeRefused: fewer than 2048 or more than 4096 bits.
         KeyExponentRefused: public exponent other than 65537.
     """
-    key = _load_public(data, owner)
-    check_wrap_public_key(key, owner)
-    return key
+    return check_wrap_public_key(_load_public(data, owner), owner)
 
 
-def check_wrap_public_key(key, owner: str = "?") -> None:
+def check_wrap_public_key(key: object, owner: str = "?") -> rsa.RSAPublicKey:
     """Check that ``key`` is an acceptable RSA wrap key (RSA-OAEP-256 recipient).
 
     Raises:
@@ -103,6 +102,9 @@ def check_wrap_public_key(key, owner: str = "?") -> None:
         KeySizeRefused: outside 2048..4096 bits.
         KeyExponentRefused: e != 65537.
         (All are :class:`KeyInvalid`; the message and the ``owner`` attribute name the user.)
+
+    Returns:
+        ``key``, now known to be an acceptable ``RSAPublicKey``.
     """
     if not isinstance(key, rsa.RSAPublicKey):
         kind = type(key).__name__.lstrip("_")
@@ -121,6 +123,7 @@ def check_wrap_public_key(key, owner: str = "?") -> None:
             field="wrap_key",
             owner=owner,
         )
+    return key
 
 
 def load_signing_public_key(data: bytes | str, owner: str = "?") -> ed25519.Ed25519PublicKey:
@@ -173,7 +176,7 @@ class PublicIdentity:
         }
 
     @classmethod
-    def from_json(cls, data: dict) -> PublicIdentity:
+    def from_json(cls, data: dict[str, str]) -> PublicIdentity:
         """Inverse of :meth:`to_json`. Key ids in ``data`` are recomputed, never trusted.
 
         Raises:

@@ -35,6 +35,7 @@ import hmac
 import os
 import time
 from dataclasses import dataclass
+from typing import TypeVar
 
 import msgspec
 from cryptography.exceptions import InvalidTag
@@ -42,7 +43,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from .b64 import b64u_decode, b64u_encode
-from .envelope import (
+from .envelope.format import (
     _OAEP,
     DEFAULT_MAX_ENVELOPE_BYTES,
     MAX_SAFE_INTEGER,
@@ -132,6 +133,7 @@ class HandshakeHeader(msgspec.Struct, forbid_unknown_fields=True):
 
 
 _header_decoder = msgspec.json.Decoder(Header)
+_H = TypeVar("_H", Header, HandshakeHeader)
 _hs_decoder = msgspec.json.Decoder(HandshakeHeader)
 _encoder = msgspec.json.Encoder()
 # JSON strings in each header: member names + string values (see strictjson.reject_duplicate_members).
@@ -151,6 +153,8 @@ class Session:
     """
 
     __slots__ = ("_aead", "id")
+    _aead: AESGCM
+    id: str
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         raise TypeError("a Session comes from start_handshake() or accept_handshake()")
@@ -216,7 +220,7 @@ def _split(token: str | bytes, max_bytes: int) -> list[bytes]:
     return parts
 
 
-def _decode_header(part: bytes, decoder: msgspec.json.Decoder, strings: int):
+def _decode_header(part: bytes, decoder: msgspec.json.Decoder[_H], strings: int) -> _H:
     raw = b64u_decode(part, "protected")
     try:
         header = decoder.decode(raw)

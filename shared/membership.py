@@ -137,7 +137,7 @@ class Statement:
         return next((m for m in self.members if m.username == username), None)
 
 
-def _canonical(body: dict) -> bytes:
+def _canonical(body: dict[str, object]) -> bytes:
     """RFC 8785 (JCS) for these values: sorted keys, no whitespace, UTF-8, integers < 2**53."""
     return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
