@@ -86,10 +86,10 @@ async def _load_keys(body: RegisterBody | RotateBody, username: str) -> keys.Pub
 
 async def relay_key(request: Request) -> Response:
     """Level 3: the relay's RSA public key (SPKI DER, b64url) and its key id, for clients to pin."""
-    relay = _state(request).relay
-    if relay.relay_key_b64 is None or relay.relay_private is None:
+    levels = _state(request).relay.levels
+    if levels.relay_key_b64 is None or levels.relay_private is None:
         raise NotFound(f"this relay runs level {_state(request).settings.level}: it has no L3 key")
-    return _json({"relay_key": relay.relay_key_b64, "kid": keys.key_id(relay.relay_private.public_key())})
+    return _json({"relay_key": levels.relay_key_b64, "kid": keys.key_id(levels.relay_private.public_key())})
 
 
 async def register(request: Request) -> Response:

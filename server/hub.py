@@ -1,10 +1,10 @@
 """Connections and the in-process hub: one bounded outgoing queue per websocket (frames and
 bytes), and which connections each user has on this relay.
 
-Close codes: 1008 authentication refused (do not retry with the same token), 1009 frame too large
-(uvicorn/websockets, before the frame is buffered whole), 1013 send queue overflow (slow reader:
-reconnect and sync), 1001 relay shutting down, 4401 the connection's token expired, 4403 its login
-session ended.
+Close codes are :class:`shared.session.CloseCode`: 1008 authentication refused (do not retry with
+the same token), 1009 frame too large (uvicorn/websockets, before the frame is buffered whole),
+1013 send queue overflow (slow reader: reconnect and sync), 1001 relay shutting down, 4401 the
+connection's token expired, 4403 its login session ended.
 """
 
 from __future__ import annotations
@@ -15,18 +15,13 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import msgspec
 from starlette.websockets import WebSocket
 
-from shared import l3, plain
+from shared import l3
+from shared.session import CloseCode, RelayProtocol
 
 log = logging.getLogger("e2ee.relay")
 
-CLOSE_AUTH = 1008
-CLOSE_SLOW = 1013
-CLOSE_GOING_AWAY = 1001
-CLOSE_TOKEN_EXPIRED = 4401  # the connection's token expired: renew (before expiry) or log in, reconnect
-CLOSE_SESSION_ENDED = 4403  # the login session ended (logout, revocation, password change): log in again
 
 
 @dataclass(eq=False)
@@ -41,8 +36,9 @@ class Connection:
     queue: asyncio.Queue[bytes | None] = field(default_factory=asyncio.Queue)  # None: close now
     pending_bytes: int = 0
     closing: str | None = None  # why the relay closes it (None: open, or closed by the peer)
-    close_code: int = CLOSE_GOING_AWAY
+    close_code: int = CloseCode.GOING_AWAY
     session: l3.Session | None = None  # level 3: the session key shared with this client
+    protocol: RelayProtocol | None = None  # the session's state (server.endpoint drives it)
     expiry: asyncio.TimerHandle | None = None  # closes the connection when its token expires
     sid: str | None = None  # the login session of its token (levels 2-4)
     # Shared database (server.sendpath, ordered delivery): every message for this user with
@@ -52,14 +48,6 @@ class Connection:
     pull_again: bool = False
     c2r_seq: int = 0  # level 3: last sequence number received from the client
     r2c_seq: int = 0  # level 3: last sequence number sent to the client
-
-    def seal_l3(self, m: plain.PlainEnvelope) -> bytes:
-        """Level 3: a ``msg`` payload re-encrypted for this connection (one AES-GCM encryption)."""
-        assert self.session is not None
-        self.r2c_seq += 1
-        token = l3.seal(self.session, m.text, direction=l3.R2C, conversation=m.cid, sender=m.snd,
-                        seq=self.r2c_seq, message_id=m.mid, sent_at_ms=m.ts, max_bytes=1 << 30)
-        return msgspec.json.encode(token)
 
     def close(self, code: int, reason: str) -> None:
         """Close after the frames already queued; later frames are dropped."""
@@ -74,7 +62,7 @@ class Connection:
         if self.queue.qsize() >= self.max_frames or self.pending_bytes + len(data) > self.max_bytes:
             log.warning("slow reader user=%s queued=%d bytes=%d: disconnecting", self.user,
                         self.queue.qsize(), self.pending_bytes)
-            self.close(CLOSE_SLOW, "send queue full: reconnect and sync")
+            self.close(CloseCode.SLOW_READER, "send queue full: reconnect and sync")
             return False
         self.pending_bytes += len(data)
         self.queue.put_nowait(data)

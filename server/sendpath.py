@@ -21,17 +21,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
-
-import msgspec
 
 from shared import envelope, frames, plain
 from shared.errors import ConversationMismatch, E2EEError, Forbidden, SenderMismatch
 
 from . import membership, store
+from .db import Sessions
 from .hub import Connection, Hub
+from .levels import LevelPolicy
 from .limits import RateLimiter
 from .settings import Settings
 from .writer import Writer
@@ -43,7 +42,7 @@ log = logging.getLogger("e2ee.relay")
 PULL_PAGE = 200
 
 
-def _mid_of(raw: bytes) -> str | None:
+def mid_of(raw: bytes) -> str | None:
     """The envelope's message id if it can be read (to reference it in an error frame)."""
     try:
         return envelope.parse(raw, max_bytes=len(raw)).header.mid
@@ -74,19 +73,20 @@ class Metrics:
 class SendPath:
     """Checks, stores and fans out envelopes; the base of :class:`server.relay.Relay`."""
 
-    def __init__(self, settings: Settings, sessions, writer: Writer) -> None:
+    def __init__(self, settings: Settings, sessions: Sessions, writer: Writer, levels: LevelPolicy) -> None:
         self.settings = settings
+        self.levels = levels
         self.sessions = sessions
         self.writer = writer
         self.hub = Hub()
         self.metrics = Metrics()
         self._member_cache: dict[str, tuple[float, membership.Head]] = {}
-        self._member_loading: dict[str, asyncio.Future] = {}
+        self._member_loading: dict[str, asyncio.Future[membership.Head]] = {}
         self._member_generation = 0
         self.broker: RedisBroker | None = None  # set by the app when --broker is given
         self.sends = RateLimiter("sends", settings.rate_sends_per_s, settings.rate_sends_burst)
         self.ordered = not settings.db_url.startswith("sqlite")  # shared database: pulled delivery
-        self._pulls: set[asyncio.Task] = set()
+        self._pulls: set[asyncio.Task[None]] = set()
 
     async def accept(self, user: str, user_id: int, conversation: str, raw: bytes,
                      exclude: Connection | None = None) -> frames.Stored:
@@ -146,8 +146,9 @@ class SendPath:
         if m.snd != user:
             raise SenderMismatch("envelope sender must be the authenticated user", field="snd")
         head = await self._members(m.cid, user_id)
-        if head.epoch is None:
-            raise head.refusal(0, "", [])
+        refusal = head.refusal(0, "", []) if head.epoch is None else None  # a legacy conversation
+        if refusal is not None:
+            raise refusal
         raw = plain.encode(m)
         return await self._commit(user, user_id, m.cid, m.mid, raw, head.members, exclude, t0)
 
@@ -190,21 +191,13 @@ class SendPath:
             if self.ordered:
                 n = self.pull_for(user_ids)
             else:
-                n = self.hub.deliver(user_ids, self._frame_for(result.seq, cid, user, raw), exclude=exclude)
+                n = self.hub.deliver(user_ids, self.levels.frame_for(result.seq, cid, user, raw), exclude=exclude)
             if self.broker is not None:
                 self.broker.publish_message(result.seq, user_ids)
             log.debug("stored seq=%d conv=%s from=%s bytes=%d recipients=%d online=%d",
                      result.seq, cid, user, len(raw), len(members), n)
         self.metrics.record(t1 - t0, t2 - t1, time.perf_counter() - t2)
         return frames.Stored(mid, result.seq, cid, result.duplicate)
-
-    def _frame_for(self, seq: int, cid: str, sender: str, raw: bytes) -> bytes | Callable[[Connection], bytes]:
-        """The ``msg`` frame for a stored envelope: the same bytes for every connection (levels
-        1, 2 and 4), or built per connection under its session key (level 3)."""
-        if self.settings.level != 3:
-            return frames.encode(frames.Message(seq, cid, sender, msgspec.Raw(raw)))
-        m = plain.parse(raw, max_bytes=len(raw))
-        return lambda conn: frames.encode(frames.Message(seq, cid, sender, msgspec.Raw(conn.seal_l3(m))))
 
     async def deliver_stored(self, seqs: list[int], user_ids: list[int]) -> int:
         """Deliver already stored messages to those of ``user_ids`` connected to this relay
@@ -217,7 +210,7 @@ class SendPath:
             return 0
         async with self.sessions() as session:
             rows = await store.deliveries_by_seq(session, local, seqs)
-        return sum(self.hub.deliver([uid], self._frame_for(m.seq, m.conversation_id, m.sender, m.envelope))
+        return sum(self.hub.deliver([uid], self.levels.frame_for(m.seq, m.conversation_id, m.sender, m.envelope))
                    for uid, m in rows)
 
     async def resync_since(self, since_ms: int) -> int:
@@ -230,7 +223,7 @@ class SendPath:
             async with self.sessions() as session:
                 rows = await store.delivered_since(session, conn.user_id, since_ms)
             for m in rows:
-                data = self._frame_for(m.seq, m.conversation_id, m.sender, m.envelope)
+                data = self.levels.frame_for(m.seq, m.conversation_id, m.sender, m.envelope)
                 n += conn.enqueue(data(conn) if callable(data) else data)
         return n
 
@@ -267,6 +260,40 @@ class SendPath:
         if publish and self.broker is not None:
             self.broker.publish_event(sorted(set(user_ids)), event)
 
+    # -- sync by cursor, acks ------------------------------------------------------------------------
+    async def sync_page(self, conn: Connection, after: int, limit: int) -> tuple[int, bool] | None:
+        """Queue one page of ``msg`` frames after ``after``: at most ``limit`` messages and at most
+        half the connection's queue budget in bytes, so a catching-up reader is never dropped as
+        slow. Returns ``(cursor, more)`` for the ``synced`` frame, or None if the queue overflowed
+        (the connection is closing with 1013)."""
+        async with self.sessions() as session:
+            page = await store.sync_page(session, conn.user_id, after, limit + 1)
+        budget = self.settings.send_queue_bytes // 2
+        cursor, sent, used = after, 0, 0
+        for m in page[:limit]:
+            frame = self.levels.frame_for(m.seq, m.conversation_id, m.sender, m.envelope)
+            data = frame(conn) if callable(frame) else frame
+            if sent and used + len(data) > budget:
+                break
+            if not conn.enqueue(data):
+                return None
+            cursor, sent, used = m.seq, sent + 1, used + len(data)
+        return cursor, sent < len(page)
+
+    def caught_up(self, conn: Connection, cursor: int, more: bool) -> None:
+        """After a sync page: once the reader caught up, live delivery reads on from ``cursor``
+        (ordered delivery on a shared database)."""
+        if self.ordered and not more:
+            conn.delivered = max(conn.delivered or 0, cursor)
+            self.pull(conn)
+
+    async def ack(self, conn: Connection, seq: int) -> None:
+        """Record ``conn``'s user acknowledged everything up to ``seq``; tell the senders
+        (``delivered``, on every relay they are connected to here)."""
+        acked = await self.writer.run(store.ack_up_to(conn.user_id, seq))
+        for acked_seq, sender_id in acked:
+            self.hub.deliver([sender_id], frames.encode(frames.Delivered(acked_seq, conn.user)))
+
     # -- ordered delivery on a shared database ----------------------------------------------------
     def pull_for(self, user_ids: list[int]) -> int:
         """Wake the connections of ``user_ids`` here to read what is new for them; how many."""
@@ -288,12 +315,12 @@ class SendPath:
 
     async def _pull(self, conn: Connection) -> None:
         try:
-            while not conn.closing:
+            while not conn.closing and conn.delivered is not None:  # pull() starts it with a cursor
                 conn.pull_again = False
                 async with self.sessions() as session:
                     page = await store.sync_page(session, conn.user_id, conn.delivered, PULL_PAGE)
                 for m in page:
-                    data = self._frame_for(m.seq, m.conversation_id, m.sender, m.envelope)
+                    data = self.levels.frame_for(m.seq, m.conversation_id, m.sender, m.envelope)
                     if not conn.enqueue(data(conn) if callable(data) else data):
                         return  # a slow reader: closed (1013), it catches up by sync
                     conn.delivered = m.seq

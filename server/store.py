@@ -7,21 +7,28 @@ that go through the single writer (:class:`server.writer.Writer`, group commit).
 from __future__ import annotations
 
 import logging
+import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, cast
 
-from sqlalchemy import bindparam, func, insert, select, text, tuple_, update
+from sqlalchemy import CursorResult, Table, bindparam, func, insert, select, text, tuple_, update
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.elements import ClauseElement
 
 from shared.errors import Conflict, NotFound
 
 from .db import Conversation, Delivery, Member, Message, User, UserKey
 
 log = logging.getLogger("e2ee.relay.store")
+T = TypeVar("T")
+# Core tables of the hot path (a declarative class's __table__ is typed as a FromClause)
+_MESSAGES = cast(Table, Message.__table__)
+_DELIVERIES = cast(Table, Delivery.__table__)
 COMMIT_ORDER_LOCK = 7265503  # PostgreSQL advisory lock held from drawing message seqs to the commit
 
 
@@ -93,7 +100,7 @@ async def sync_page(session: AsyncSession, user_id: int, after: int, limit: int)
         .order_by(Delivery.seq)
         .limit(limit)
     )
-    return [StoredMessage(*r) for r in rows]
+    return [StoredMessage(seq, cid, sender, envelope) for seq, cid, sender, envelope in rows]
 
 
 async def last_seq_for(session: AsyncSession, user_id: int) -> int:
@@ -120,7 +127,7 @@ async def deliveries_by_seq(session: AsyncSession, user_ids: list[int],
         .where(Delivery.user_id.in_(user_ids), Delivery.seq.in_(seqs))
         .order_by(Delivery.seq)
     )
-    return [(uid, StoredMessage(*rest)) for uid, *rest in rows]
+    return [(uid, StoredMessage(seq, cid, sender, envelope)) for uid, seq, cid, sender, envelope in rows]
 
 
 async def delivered_since(session: AsyncSession, user_id: int, since_ms: int, limit: int = 5000) -> list[StoredMessage]:
@@ -133,7 +140,7 @@ async def delivered_since(session: AsyncSession, user_id: int, since_ms: int, li
         .order_by(Message.seq)
         .limit(limit)
     )
-    return [StoredMessage(*r) for r in rows]
+    return [StoredMessage(seq, cid, sender, envelope) for seq, cid, sender, envelope in rows]
 
 
 # -- writes (plain functions of a sync Session, run inside the Writer's transaction) -----------------
@@ -169,8 +176,9 @@ def set_password_hash(user_id: int, old_hash: str, new_hash: str) -> Callable[[S
     current argon2 parameters) if it is still ``old_hash``; returns whether it was replaced."""
 
     def op(s: Session) -> bool:
-        done = s.execute(update(User).where(User.id == user_id, User.password_hash == old_hash)
-                         .values(password_hash=new_hash))
+        # an UPDATE's result is a CursorResult (Session.execute is typed for SELECTs)
+        stmt = update(User).where(User.id == user_id, User.password_hash == old_hash).values(password_hash=new_hash)
+        done = cast("CursorResult[Any]", s.execute(stmt))
         return bool(done.rowcount)
 
     return op
@@ -202,7 +210,8 @@ def insert_messages(s: Session, items: list[NewMessage]) -> list[StoreResult]:
     ``seq`` with ``duplicate=True`` and stores nothing more.
     """
     if s.get_bind().dialect.name == "sqlite":
-        return _insert_messages_sqlite(s.connection().connection.driver_connection, items)
+        # the writer's own sqlite3 connection (server.db.create_writer_engine)
+        return _insert_messages_sqlite(cast(sqlite3.Connection, s.connection().connection.driver_connection), items)
     keys = {(m.sender_id, m.mid) for m in items}
     known: dict[tuple[int, str], int] = {}
     for chunk in _chunks(sorted(keys), 400):
@@ -223,7 +232,7 @@ def insert_messages(s: Session, items: list[NewMessage]) -> list[StoreResult]:
         s.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": COMMIT_ORDER_LOCK})
         t = now_ms()
         conn = s.connection()  # Core statements: no ORM bulk-persistence work per row
-        messages, deliveries = Message.__table__, Delivery.__table__
+        messages, deliveries = _MESSAGES, _DELIVERIES
         rows = conn.execute(
             insert(messages).returning(messages.c.seq, sort_by_parameter_order=True),
             [{"conversation_id": m.conversation_id, "sender_id": m.sender_id, "mid": m.mid, "envelope": m.envelope,
@@ -246,10 +255,11 @@ def insert_messages(s: Session, items: list[NewMessage]) -> list[StoreResult]:
     return out
 
 
-def _sqlite_sql(stmt, order: tuple[str, ...]) -> str:
+def _sqlite_sql(stmt: ClauseElement, order: tuple[str, ...]) -> str:
     """``stmt`` compiled once for the ``sqlite3`` driver (qmark style), checking that its
     positional parameters come in ``order``."""
     compiled = stmt.compile(dialect=sqlite_dialect.dialect(paramstyle="qmark"))
+    assert isinstance(compiled, SQLCompiler)
     if tuple(compiled.positiontup or ()) != order:
         raise RuntimeError(f"parameters {compiled.positiontup} are not in the order {order}")
     return str(compiled)
@@ -258,17 +268,17 @@ def _sqlite_sql(stmt, order: tuple[str, ...]) -> str:
 _MESSAGE_COLUMNS = ("conversation_id", "sender_id", "mid", "envelope", "size", "created_at_ms")
 # The hot path's SQL, compiled from the models (one place owns the schema).
 _SQLITE_INSERT_MESSAGE = _sqlite_sql(
-    sqlite_dialect.insert(Message.__table__).values({c: bindparam(c) for c in _MESSAGE_COLUMNS})
+    sqlite_dialect.insert(_MESSAGES).values({c: bindparam(c) for c in _MESSAGE_COLUMNS})
     .on_conflict_do_nothing(index_elements=["sender_id", "mid"]), _MESSAGE_COLUMNS)
 _SQLITE_SEQ_OF = _sqlite_sql(
     select(Message.seq).where(Message.sender_id == bindparam("sender_id"), Message.mid == bindparam("mid")),
     ("sender_id", "mid"))
 _SQLITE_INSERT_DELIVERY = _sqlite_sql(
-    insert(Delivery.__table__).values(user_id=bindparam("user_id"), seq=bindparam("seq"),
+    insert(_DELIVERIES).values(user_id=bindparam("user_id"), seq=bindparam("seq"),
                                       acked_at_ms=bindparam("acked_at_ms")), ("user_id", "seq", "acked_at_ms"))
 
 
-def _insert_messages_sqlite(db, items: list[NewMessage]) -> list[StoreResult]:
+def _insert_messages_sqlite(db: sqlite3.Connection, items: list[NewMessage]) -> list[StoreResult]:
     """:func:`insert_messages` on the ``sqlite3`` connection of the writer's open transaction.
 
     One prepared statement per message (``ON CONFLICT DO NOTHING`` on the (sender, mid) unique
@@ -287,6 +297,7 @@ def _insert_messages_sqlite(db, items: list[NewMessage]) -> list[StoreResult]:
                         (m.conversation_id, m.sender_id, m.mid, m.envelope, len(m.envelope), t))
             if cur.rowcount == 1:
                 seq = cur.lastrowid
+                assert seq is not None  # one row was inserted
                 out.append(StoreResult(seq, False))
                 deliveries.extend((uid, seq, t if uid == m.sender_id else None) for uid in m.recipient_ids)
             else:
@@ -298,7 +309,7 @@ def _insert_messages_sqlite(db, items: list[NewMessage]) -> list[StoreResult]:
     return out
 
 
-def _chunks(seq: list, n: int):
+def _chunks(seq: Sequence[T], n: int) -> Iterator[Sequence[T]]:
     for i in range(0, len(seq), n):
         yield seq[i:i + n]
 

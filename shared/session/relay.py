@@ -95,6 +95,7 @@ class RelayProtocol(_Side):
         self.user: str | None = None
         self.close_code: CloseCode | None = None
         self.close_reason = ""
+        self.refusal: E2EEError | None = None  # why the authentication was refused, if it was
         self.bad_frames = 0
         self._max_bad, self._leeway = max_bad_frames, leeway_s
         self._out.append(frames.encode(hello))
@@ -190,7 +191,10 @@ class RelayProtocol(_Side):
         self._emit(frames.Ready(self.user, max(0, int(expires_in))))
 
     def refuse(self, exc: E2EEError) -> None:
-        """Authentication failed: an ``error`` frame, then close with 1008 and the error's code."""
+        """Authentication failed: an ``error`` frame, then close with 1008 and the error's code
+        (:attr:`refusal` keeps ``exc``, e.g. for the relay's log line)."""
+        if self.state not in (RelayState.CLOSING, RelayState.CLOSED):
+            self.refusal = exc
         self.error(exc)
         self.close(CloseCode.AUTH_REFUSED, exc.code)
 
