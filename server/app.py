@@ -29,7 +29,7 @@ from shared.errors import (
 )
 from shared.names import canonical_username
 
-from . import membership, metrics, session_api, store
+from . import membership, metrics, queries, session_api, store
 from .auth import Passwords, Tokens
 from .bodycap import BodyCap
 from .db import UserKey, commits_wait_for_disk, create_engine, create_writer_engine, sessionmaker
@@ -120,7 +120,7 @@ async def user_keys(request: Request) -> Response:
     st.limits.key_fetches.check(claims.sub)
     username = canonical_username(request.path_params["username"])
     async with st.sessions() as session:
-        row = await store.current_keys(session, username)
+        row = await queries.current_keys(session, username)
     return _json(_key_json(username, row))
 
 
@@ -133,7 +133,7 @@ async def user_key_history(request: Request) -> Response:
     st.limits.key_fetches.check(claims.sub)
     username = canonical_username(request.path_params["username"])
     async with st.sessions() as session:
-        rows = await store.key_history(session, username)
+        rows = await queries.key_history(session, username)
     if not rows:
         raise NotFound(f"no user {username!r}", field="username")
     return _json({"username": username, "keys": [
@@ -152,8 +152,8 @@ async def rotate_keys(request: Request) -> Response:
     body = await _body(request, RotateBody)
     new = await _load_keys(body, claims.sub)
     async with st.sessions() as session:
-        history = await store.key_history(session, claims.sub)
-        user = await store.get_user(session, claims.sub)
+        history = await queries.key_history(session, claims.sub)
+        user = await queries.get_user(session, claims.sub)
     old = next((r for r in history if r.current), None)
     if user is None or old is None:
         raise NotFound(f"{claims.sub} has no keys to rotate", field="wrap_key")
@@ -167,7 +167,7 @@ async def rotate_keys(request: Request) -> Response:
         user.id, new.wrap_kid, keys.spki_der(new.wrap_key), new.sign_kid, keys.spki_der(new.sign_key), sig,
         old_wrap_kid=old.wrap_kid, counter=body.counter))
     async with st.sessions() as session:
-        peers = await store.peers_of(session, user.id)
+        peers = await queries.peers_of(session, user.id)
     st.relay.forget_members()
     st.relay.notify(peers, frames.Event("key_changed", user=claims.sub))
     log.info("keys rotated user=%s counter=%d published_seq=%d peers=%d", claims.sub, body.counter, published,
@@ -236,7 +236,7 @@ async def post_message(request: Request) -> Response:
     if len(data) > st.settings.max_envelope_bytes:
         raise LimitExceeded(f"envelope over {st.settings.max_envelope_bytes} bytes", field="envelope")
     async with st.sessions() as session:
-        user = await store.get_user(session, subject)
+        user = await queries.get_user(session, subject)
     if user is None:
         raise AuthFailed("token subject is unknown", field="sub")
     st.relay.sends.check(user.username)
@@ -249,10 +249,10 @@ async def list_conversations(request: Request) -> Response:
     claims = _claims(request)
     st = _state(request)
     async with st.sessions() as session:
-        user = await store.get_user(session, claims.sub)
+        user = await queries.get_user(session, claims.sub)
         if user is None:
             raise AuthFailed("token subject is unknown", field="sub")
-        return _json({"conversations": await store.conversations_of(session, user.id)})
+        return _json({"conversations": await queries.conversations_of(session, user.id)})
 
 
 async def websocket(ws: WebSocket) -> None:

@@ -39,7 +39,7 @@ from shared.session import (
     SyncRequested,
 )
 
-from . import store
+from . import queries
 from .auth import Claims, bearer_token
 from .hub import Connection
 from .sendpath import mid_of
@@ -126,9 +126,9 @@ class Endpoint:
                 assert claims is not None  # a header token, at level 2 or 4
                 subject = claims.sub
             async with relay.sessions() as db:
-                user = await store.get_user(db, subject)
+                user = await queries.get_user(db, subject)
                 # ordered delivery starts after what is stored now (older: the client's sync)
-                delivered = await store.last_seq_for(db, user.id) if user is not None and relay.ordered else None
+                delivered = await queries.last_seq_for(db, user.id) if user is not None and relay.ordered else None
             if user is None:
                 raise AuthFailed("unknown user", field="sub")
         except E2EEError as exc:

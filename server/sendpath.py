@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from shared import envelope, frames, plain
 from shared.errors import ConversationMismatch, E2EEError, Forbidden, SenderMismatch
 
-from . import membership, store
+from . import membership, queries, store
 from .db import Sessions
 from .hub import Connection, Hub
 from .levels import LevelPolicy
@@ -124,7 +124,7 @@ class SendPath:
             # A retry of a message stored before the members or keys changed gets its first ack,
             # not a request to re-seal (which would give the same text a second message id).
             async with self.sessions() as session:
-                seq = await store.seq_of(session, user_id, h.mid)
+                seq = await queries.seq_of(session, user_id, h.mid)
             if seq is not None:
                 return frames.Stored(h.mid, seq, h.cid, True)
             raise refusal
@@ -209,7 +209,7 @@ class SendPath:
         if not local:
             return 0
         async with self.sessions() as session:
-            rows = await store.deliveries_by_seq(session, local, seqs)
+            rows = await queries.deliveries_by_seq(session, local, seqs)
         return sum(self.hub.deliver([uid], self.levels.frame_for(m.seq, m.conversation_id, m.sender, m.envelope))
                    for uid, m in rows)
 
@@ -221,7 +221,7 @@ class SendPath:
         n = 0
         for conn in self.hub.all():
             async with self.sessions() as session:
-                rows = await store.delivered_since(session, conn.user_id, since_ms)
+                rows = await queries.delivered_since(session, conn.user_id, since_ms)
             for m in rows:
                 data = self.levels.frame_for(m.seq, m.conversation_id, m.sender, m.envelope)
                 n += conn.enqueue(data(conn) if callable(data) else data)
@@ -267,7 +267,7 @@ class SendPath:
         slow. Returns ``(cursor, more)`` for the ``synced`` frame, or None if the queue overflowed
         (the connection is closing with 1013)."""
         async with self.sessions() as session:
-            page = await store.sync_page(session, conn.user_id, after, limit + 1)
+            page = await queries.sync_page(session, conn.user_id, after, limit + 1)
         budget = self.settings.send_queue_bytes // 2
         cursor, sent, used = after, 0, 0
         for m in page[:limit]:
@@ -318,7 +318,7 @@ class SendPath:
             while not conn.closing and conn.delivered is not None:  # pull() starts it with a cursor
                 conn.pull_again = False
                 async with self.sessions() as session:
-                    page = await store.sync_page(session, conn.user_id, conn.delivered, PULL_PAGE)
+                    page = await queries.sync_page(session, conn.user_id, conn.delivered, PULL_PAGE)
                 for m in page:
                     data = self.levels.frame_for(m.seq, m.conversation_id, m.sender, m.envelope)
                     if not conn.enqueue(data(conn) if callable(data) else data):

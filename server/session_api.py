@@ -20,7 +20,7 @@ from starlette.responses import Response
 from shared.errors import AuthFailed, InvalidRequest, NotFound
 from shared.names import canonical_username
 
-from . import session_store, store
+from . import queries, session_store, store
 from .db import User
 from .session_store import Outcome
 from .sessions import session_ended
@@ -71,7 +71,7 @@ async def _verify_password(st: State, request: Request, username: str | None, pa
     user = None
     if username is not None:
         async with st.sessions() as session:
-            user = await store.get_user(session, username)
+            user = await queries.get_user(session, username)
     ok, upgraded = await st.passwords.verify_and_upgrade(user.password_hash if user else None, password)
     if not ok or user is None:
         st.limits.lockout.failed(username or "?", address)

@@ -1,7 +1,6 @@
-"""Storage: repository functions over the models.
-
-Reads use short async sessions of their own. Writes are plain functions of a sync ``Session``
-that go through the single writer (:class:`server.writer.Writer`, group commit).
+"""Writes: the relay's write ops over the models (:mod:`server.db`), plain functions of a sync
+``Session`` that go through the single writer (:class:`server.writer.Writer`, group commit), and
+the message insert of the hot path. Reads are :mod:`server.queries`.
 """
 
 from __future__ import annotations
@@ -15,14 +14,13 @@ from typing import Any, TypeVar, cast
 
 from sqlalchemy import CursorResult, Table, bindparam, func, insert, select, text, tuple_, update
 from sqlalchemy.dialects import sqlite as sqlite_dialect
-from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.elements import ClauseElement
 
-from shared.errors import Conflict, NotFound
+from shared.errors import Conflict
 
-from .db import Conversation, Delivery, Member, Message, User, UserKey
+from .db import Delivery, Message, User, UserKey
 
 log = logging.getLogger("e2ee.relay.store")
 T = TypeVar("T")
@@ -34,113 +32,6 @@ COMMIT_ORDER_LOCK = 7265503  # PostgreSQL advisory lock held from drawing messag
 
 def now_ms() -> int:
     return int(time.time() * 1000)
-
-
-# -- reads -----------------------------------------------------------------------------------------
-async def get_user(session: AsyncSession, username: str) -> User | None:
-    return (await session.execute(select(User).where(User.username == username))).scalar_one_or_none()
-
-
-async def current_keys(session: AsyncSession, username: str) -> UserKey:
-    """The current key row of ``username``.
-
-    Raises:
-        NotFound: no such user (``field`` "username"), or a user who has published no key
-            (``field`` "wrap_key": clients name that member before sealing, case K09).
-    """
-    row = (
-        await session.execute(
-            select(UserKey)
-            .join(User, User.id == UserKey.user_id)
-            .where(User.username == username, UserKey.current.is_(True))
-        )
-    ).scalar_one_or_none()
-    if row is None:
-        if await get_user(session, username) is not None:
-            raise NotFound(f"{username} has published no key", field="wrap_key")
-        raise NotFound(f"no user {username!r}", field="username")
-    return row
-
-
-async def conversations_of(session: AsyncSession, user_id: int) -> list[dict[str, Any]]:
-    """Conversations ``user_id`` belongs to: ``[{"id", "title", "members": [usernames], "epoch",
-    "head"}]`` (the head of each membership log; None for a legacy conversation)."""
-    convs = (
-        await session.execute(
-            select(Conversation)
-            .join(Member, Member.conversation_id == Conversation.id)
-            .where(Member.user_id == user_id)
-            .order_by(Conversation.created_at_ms)
-        )
-    ).scalars().all()
-    out = []
-    for c in convs:
-        names = (await session.execute(select(User.username).join(Member, Member.user_id == User.id)
-                                       .where(Member.conversation_id == c.id))).scalars()
-        out.append({"id": c.id, "title": c.title, "members": sorted(names, key=str.encode), "epoch": c.epoch,
-                    "head": c.head})
-    return out
-
-
-@dataclass(frozen=True)
-class StoredMessage:
-    seq: int
-    conversation_id: str
-    sender: str
-    envelope: bytes
-
-
-async def sync_page(session: AsyncSession, user_id: int, after: int, limit: int) -> list[StoredMessage]:
-    """Up to ``limit`` messages for ``user_id`` with ``seq > after``, in ``seq`` order."""
-    rows = await session.execute(
-        select(Message.seq, Message.conversation_id, User.username, Message.envelope)
-        .join(Delivery, Delivery.seq == Message.seq)
-        .join(User, User.id == Message.sender_id)
-        .where(Delivery.user_id == user_id, Delivery.seq > after)
-        .order_by(Delivery.seq)
-        .limit(limit)
-    )
-    return [StoredMessage(seq, cid, sender, envelope) for seq, cid, sender, envelope in rows]
-
-
-async def last_seq_for(session: AsyncSession, user_id: int) -> int:
-    """The highest ``seq`` stored for ``user_id`` (0 if none)."""
-    return (await session.execute(select(func.max(Delivery.seq)).where(Delivery.user_id == user_id))
-            ).scalar_one_or_none() or 0
-
-
-async def seq_of(session: AsyncSession, sender_id: int, mid: str) -> int | None:
-    """The ``seq`` of the message ``mid`` from ``sender_id``, if it is stored."""
-    return (await session.execute(
-        select(Message.seq).where(Message.sender_id == sender_id, Message.mid == mid))).scalar_one_or_none()
-
-
-async def deliveries_by_seq(session: AsyncSession, user_ids: list[int],
-                            seqs: list[int]) -> list[tuple[int, StoredMessage]]:
-    """``(user_id, message)`` for each of ``seqs`` stored *for* one of ``user_ids`` (joined with
-    the deliveries table: a message is never handed to a user it was not stored for), in ``seq``
-    order."""
-    rows = await session.execute(
-        select(Delivery.user_id, Message.seq, Message.conversation_id, User.username, Message.envelope)
-        .join(Message, Message.seq == Delivery.seq)
-        .join(User, User.id == Message.sender_id)
-        .where(Delivery.user_id.in_(user_ids), Delivery.seq.in_(seqs))
-        .order_by(Delivery.seq)
-    )
-    return [(uid, StoredMessage(seq, cid, sender, envelope)) for uid, seq, cid, sender, envelope in rows]
-
-
-async def delivered_since(session: AsyncSession, user_id: int, since_ms: int, limit: int = 5000) -> list[StoredMessage]:
-    """Messages for ``user_id`` stored at or after ``since_ms`` (Unix ms), in ``seq`` order."""
-    rows = await session.execute(
-        select(Message.seq, Message.conversation_id, User.username, Message.envelope)
-        .join(Delivery, Delivery.seq == Message.seq)
-        .join(User, User.id == Message.sender_id)
-        .where(Delivery.user_id == user_id, Message.created_at_ms >= since_ms)
-        .order_by(Message.seq)
-        .limit(limit)
-    )
-    return [StoredMessage(seq, cid, sender, envelope) for seq, cid, sender, envelope in rows]
 
 
 # -- writes (plain functions of a sync Session, run inside the Writer's transaction) -----------------
@@ -343,21 +234,6 @@ def rotate_keys(
         return int(published)
 
     return op
-
-
-async def key_history(session: AsyncSession, username: str) -> list[UserKey]:
-    """All keys ``username`` ever published, oldest first."""
-    rows = await session.execute(
-        select(UserKey).join(User, User.id == UserKey.user_id).where(User.username == username).order_by(UserKey.id)
-    )
-    return list(rows.scalars())
-
-
-async def peers_of(session: AsyncSession, user_id: int) -> list[int]:
-    """Ids of every user sharing at least one conversation with ``user_id`` (itself included)."""
-    mine = select(Member.conversation_id).where(Member.user_id == user_id)
-    rows = await session.execute(select(Member.user_id).where(Member.conversation_id.in_(mine)).distinct())
-    return [r[0] for r in rows] or [user_id]
 
 
 def ack_up_to(user_id: int, seq: int, receipts: int = 1000) -> Callable[[Session], list[tuple[int, int]]]:

@@ -313,6 +313,22 @@ def test_auth_frame_is_handed_to_the_relay_to_decide():
         r.accept("alice", None)
 
 
+def test_the_refusal_names_the_error_it_was_refused_with_once():
+    clock = Clock()
+    r = relay(2, clock)
+    assert r.refusal is None
+    clock.now += 5.0
+    r.on_timer()
+    assert isinstance(r.refusal, AuthFailed) and r.refusal.message == "no auth frame in time"
+    first = r.refusal
+    r.refuse(AuthFailed("later"))  # the close is decided: the first reason stays
+    assert r.refusal is first
+    accepted = relay(header_auth=True)
+    accepted.accept("alice", None)
+    accepted.error(AuthFailed("not a refusal"))
+    assert accepted.refusal is None
+
+
 def test_open_relay_turns_frames_into_work_and_answers_pings_itself():
     r = relay(1)
     r.receive_frame(enc(frames.Auth(user="alice")))

@@ -11,7 +11,7 @@ import time
 
 from sqlalchemy import select, update
 
-from server import store
+from server import queries, store
 from server.db import Delivery, Message
 from server.retention import DAY_MS, Retention, delete_batch
 from server.settings import Settings
@@ -43,7 +43,7 @@ async def test_a_sweep_deletes_what_every_recipient_acknowledged_and_nothing_els
     assert await w.run(delete_batch(now, now - 30 * DAY_MS, 1), background=True) == [seqs[2]]  # one per batch
     assert await stored(sessions) == [seqs[3], seqs[4]]
     async with sessions() as s:  # a cursor past every stored seq: nothing, no error
-        assert await store.sync_page(s, 2, 2**53 - 1, 10) == []
+        assert await queries.sync_page(s, 2, 2**53 - 1, 10) == []
     assert await w.run(store.ack_up_to(2, 2**53 - 1)) == [(seqs[4], 1)]
 
 

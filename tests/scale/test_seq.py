@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select, text
 
-from server import db, store
+from server import db, queries, store
 from server.db import Message
 from server.migrate import upgrade
 from server.retention import delete_batch
@@ -30,7 +30,7 @@ async def test_a_seq_is_never_handed_out_again_after_retention_deleted_the_newes
     later = (await w.run(new("after"))).seq
     assert later > first[-1]
     async with sessions() as s:  # bob synced up to first[-1] before: he gets the new one
-        assert [m.seq for m in await store.sync_page(s, 2, first[-1], 10)] == [later]
+        assert [m.seq for m in await queries.sync_page(s, 2, first[-1], 10)] == [later]
 
 
 async def set_next_seq(sessions, after: int) -> None:
@@ -50,11 +50,11 @@ async def test_a_seq_above_2_31_is_stored_synced_and_acknowledged(writer):
     big = [(await w.run(new(f"big{i}"))).seq for i in range(2)]
     assert big == [2**31 + 5, 2**31 + 6]
     async with sessions() as s:
-        assert [m.seq for m in await store.sync_page(s, 2, below, 10)] == big
-        assert [m.seq for m in await store.sync_page(s, 2, 2**31 + 5, 10)] == big[1:]
-        assert await store.sync_page(s, 2, 2**53 - 1, 10) == []
-        assert await store.last_seq_for(s, 2) == big[1]
-        assert [(u, m.seq) for u, m in await store.deliveries_by_seq(s, [2], big)] == [(2, b) for b in big]
+        assert [m.seq for m in await queries.sync_page(s, 2, below, 10)] == big
+        assert [m.seq for m in await queries.sync_page(s, 2, 2**31 + 5, 10)] == big[1:]
+        assert await queries.sync_page(s, 2, 2**53 - 1, 10) == []
+        assert await queries.last_seq_for(s, 2) == big[1]
+        assert [(u, m.seq) for u, m in await queries.deliveries_by_seq(s, [2], big)] == [(2, b) for b in big]
     assert await w.run(store.ack_up_to(2, big[0])) == [(below, 1), (big[0], 1)]
     assert await w.run(store.ack_up_to(2, 2**53 - 1)) == [(big[1], 1)]
 
