@@ -76,6 +76,18 @@ class LevelPolicy:
         assert auth.l3_key  # RelayProtocol refuses a level-3 auth frame without it
         return await asyncio.to_thread(l3.accept_handshake, auth.l3_key, self.relay_private, challenge)
 
+    def readable(self, raw: bytes) -> plain.PlainEnvelope | None:
+        """Levels 1-3: the readable envelope of a send that came as one (``shared.plain``; a level-3
+        websocket send is opened by :meth:`open_l3` instead); None at level 4, whose end-to-end
+        envelopes the relay checks but cannot read.
+
+        Raises:
+            the errors of ``plain.parse`` (EnvelopeTooLarge, EnvelopeMalformed, ...).
+        """
+        if self.level == 4:
+            return None
+        return plain.parse(raw, max_bytes=self.settings.max_envelope_bytes)
+
     def open_l3(self, conn: Connection, raw: bytes) -> plain.PlainEnvelope:
         """Level 3: decrypt a client's message under its session key (the relay reads it); the
         direction and the sequence number are checked (no reflection, no replay).

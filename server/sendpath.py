@@ -106,10 +106,9 @@ class SendPath:
             E2EEError subclasses: EnvelopeTooLarge, EnvelopeMalformed, ConversationMismatch,
             SenderMismatch, Forbidden, LegacyConversation, EpochStale, RecipientsMismatch.
         """
-        if self.settings.level < 4:
-            return await self.accept_plain(
-                user, user_id, conversation,
-                plain.parse(raw, max_bytes=self.settings.max_envelope_bytes), exclude)
+        readable = self.levels.readable(raw)
+        if readable is not None:
+            return await self.accept_plain(user, user_id, conversation, readable, exclude)
         t0 = time.perf_counter()
         h = envelope.check(  # never decodes the ciphertext and wrapped keys: only recipients read them
             raw, max_bytes=self.settings.max_envelope_bytes, max_recipients=self.settings.max_recipients
