@@ -1,0 +1,152 @@
+"""REST: accounts and the key directory (register, a user's current keys and key history, key
+rotation) and, at level 3, the relay's own key."""
+
+from __future__ import annotations
+
+import logging
+
+import msgspec
+from starlette.requests import Request
+from starlette.responses import Response
+
+from shared import frames, keys, rotation
+from shared.b64 import b64u_decode, b64u_encode
+from shared.errors import (
+    Conflict,
+    E2EEError,
+    KeyInvalid,
+    NotFound,
+)
+from shared.names import canonical_username
+
+from . import queries, store
+from .db import UserKey
+from .web import State
+from .web import claims_of as _claims
+from .web import client_address as _peer
+from .web import json_response as _json
+from .web import read_body as _body
+from .web import state as _state
+
+log = logging.getLogger("e2ee.relay.http")
+
+
+class RegisterBody(msgspec.Struct, forbid_unknown_fields=True):
+    username: str
+    password: str
+    wrap_key: str  # b64url SPKI DER (RSA 2048-4096, e = 65537)
+    sign_key: str  # b64url SPKI DER (Ed25519)
+
+
+class RotateBody(msgspec.Struct, forbid_unknown_fields=True):
+    wrap_key: str  # b64url SPKI DER
+    sign_key: str  # b64url SPKI DER
+    counter: int  # this rotation's place in the user's chain: 1 for the first (shared.rotation, v2)
+    signature: str  # b64url Ed25519 by the current signing key over shared.rotation.Rotation(...).statement()
+
+
+async def _load_keys(body: RegisterBody | RotateBody, username: str) -> keys.PublicIdentity:
+    try:
+        wrap = keys.load_wrap_public_key(b64u_decode(body.wrap_key, "wrap_key"), username)
+        sign = keys.load_signing_public_key(b64u_decode(body.sign_key, "sign_key"), username)
+    except KeyInvalid:
+        raise  # its precise code (key_size_refused, key_exponent_refused, ...) reaches the client
+    except E2EEError as exc:
+        raise KeyInvalid(exc.message, field=exc.field) from None
+    return keys.PublicIdentity(username, wrap, sign)
+
+
+async def relay_key(request: Request) -> Response:
+    """Level 3: the relay's RSA public key (SPKI DER, b64url) and its key id, for clients to pin."""
+    levels = _state(request).relay.levels
+    if levels.relay_key_b64 is None or levels.relay_private is None:
+        raise NotFound(f"this relay runs level {_state(request).settings.level}: it has no L3 key")
+    return _json({"relay_key": levels.relay_key_b64, "kid": keys.key_id(levels.relay_private.public_key())})
+
+
+async def register(request: Request) -> Response:
+    st = _state(request)
+    st.limits.registrations.check(_peer(request))
+    body = await _body(request, RegisterBody)
+    username = canonical_username(body.username)
+    ident = await _load_keys(body, username)
+    password_hash = await st.passwords.hash(body.password)
+    await st.writer.run(
+        store.add_user(username, password_hash, ident.wrap_kid, keys.spki_der(ident.wrap_key),
+                       ident.sign_kid, keys.spki_der(ident.sign_key))
+    )
+    log.info("registered user=%s wrap_bits=%d", username, ident.wrap_key.key_size)
+    return _json({"username": username, "wrap_kid": ident.wrap_kid, "sign_kid": ident.sign_kid}, 201)
+
+
+def _key_json(username: str, row: UserKey) -> dict[str, object]:
+    return {
+        "username": username, "wrap_key": b64u_encode(row.wrap_key), "sign_key": b64u_encode(row.sign_key),
+        "wrap_kid": row.wrap_kid, "sign_kid": row.sign_kid,
+    }
+
+
+def _key_fetch(request: Request) -> tuple[State, str]:
+    """The relay's state and the canonical username a key fetch asks for, once the caller's
+    key-fetch rate allows it (RateLimited otherwise; AuthFailed without a valid token)."""
+    claims = _claims(request)
+    st = _state(request)
+    st.limits.key_fetches.check(claims.sub)
+    return st, canonical_username(request.path_params["username"])
+
+
+async def user_keys(request: Request) -> Response:
+    """The user's current keys (``{"username", "wrap_key", "sign_key", "wrap_kid", "sign_kid"}``)."""
+    st, username = _key_fetch(request)
+    async with st.sessions() as session:
+        row = await queries.current_keys(session, username)
+    return _json(_key_json(username, row))
+
+
+async def user_key_history(request: Request) -> Response:
+    """Every key the user published, oldest first, each with the rotation signature (b64url or null)
+    made by the signing key before it, the statement's version, its counter (the row's index) and
+    ``published_seq`` (the highest message seq stored when it was published; null for first keys)."""
+    st, username = _key_fetch(request)
+    async with st.sessions() as session:
+        rows = await queries.key_history(session, username)
+    if not rows:
+        raise NotFound(f"no user {username!r}", field="username")
+    return _json({"username": username, "keys": [
+        {**_key_json(username, r), "current": r.current, "created_at_ms": r.created_at_ms,
+         "rotation_sig": b64u_encode(r.rotation_sig) if r.rotation_sig else None,
+         "rotation_v": r.rotation_v if r.rotation_sig else None, "counter": i,
+         "published_seq": r.published_seq} for i, r in enumerate(rows)]})
+
+
+async def rotate_keys(request: Request) -> Response:
+    """Publish new keys under a v2 rotation statement (shared.rotation) signed by the current
+    signing key, naming the user, the current key ids and the next counter; members are told by a
+    key_changed event. Answers the ``published_seq`` recorded with the new keys."""
+    claims = _claims(request)
+    st = _state(request)
+    body = await _body(request, RotateBody)
+    new = await _load_keys(body, claims.sub)
+    async with st.sessions() as session:
+        history = await queries.key_history(session, claims.sub)
+        user = await queries.get_user(session, claims.sub)
+    old = next((r for r in history if r.current), None)
+    if user is None or old is None:
+        raise NotFound(f"{claims.sub} has no keys to rotate", field="wrap_key")
+    if body.counter != len(history):
+        raise Conflict(f"rotation counter {body.counter}: the next one is {len(history)}", field="counter")
+    statement = rotation.Rotation(claims.sub, (old.wrap_kid, old.sign_kid), (new.wrap_kid, new.sign_kid), body.counter)
+    sig = b64u_decode(body.signature, "signature")
+    rotation.verify(keys.load_signing_public_key(old.sign_key, claims.sub), statement, sig)
+    st.relay.forget_members()
+    published = await st.writer.run(store.rotate_keys(
+        user.id, new.wrap_kid, keys.spki_der(new.wrap_key), new.sign_kid, keys.spki_der(new.sign_key), sig,
+        old_wrap_kid=old.wrap_kid, counter=body.counter))
+    async with st.sessions() as session:
+        peers = await queries.peers_of(session, user.id)
+    st.relay.forget_members()
+    st.relay.notify(peers, frames.Event("key_changed", user=claims.sub))
+    log.info("keys rotated user=%s counter=%d published_seq=%d peers=%d", claims.sub, body.counter, published,
+             len(peers))
+    return _json({"wrap_kid": new.wrap_kid, "sign_kid": new.sign_kid, "counter": body.counter,
+                  "published_seq": published})
