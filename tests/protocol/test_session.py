@@ -405,3 +405,14 @@ def test_shared_session_imports_no_asyncio_and_no_socket():
                 else []
             )
             assert not {n.split(".")[0] for n in names} & banned, f"{path.name} imports {names}"
+
+
+def test_the_relay_leaves_the_session_to_relay_protocol():
+    """No second copy of the session in server/: only RelayProtocol decodes client frames and writes
+    the session's own frames (ready, pong, synced, error)."""
+    root = Path(__file__).resolve().parents[2] / "server"
+    session_only = {"decode_client_frame", "Ready", "Pong", "Synced", "Error"}
+    for path in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "frames":
+                assert node.attr not in session_only, f"{path.name} uses frames.{node.attr}"
