@@ -79,6 +79,24 @@ def main(argv: list[str] | None = None) -> int:
         "data folder %s, database %s, level %d", data_dir,
         make_url(settings.db_url).render_as_string(hide_password=True), settings.level)
 
+    server = relay_server(settings, log_config)
+    try:
+        server.run()
+    except KeyboardInterrupt:  # uvicorn shut down cleanly, then re-raised the Ctrl+C it captured
+        return 130
+    finally:
+        data_lock.close()
+    return 0
+
+
+def relay_server(settings: Settings, log_config: dict | None = None):
+    """The relay app (with ``--hostile``'s wrapper when set) in a ``uvicorn.Server`` configured as
+    ``e2ee-relay serve`` runs it: websockets closed by the relay with 1001 before uvicorn's own
+    shutdown, no per-message deflate, no proxy headers except through ``trusted_proxies``.
+
+    ``log_config``: uvicorn's (``server.logs.setup`` returns it); None leaves logging as it is
+    (a relay inside another program, such as the tests). The database must already be migrated.
+    """
     import uvicorn
 
     from .app import create_app
@@ -110,13 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         ssl_certfile=settings.ssl_certfile or None,
         ssl_keyfile=settings.ssl_keyfile or None,
     )
-    try:
-        RelayServer(config).run()
-    except KeyboardInterrupt:  # uvicorn shut down cleanly, then re-raised the Ctrl+C it captured
-        return 130
-    finally:
-        data_lock.close()
-    return 0
+    return RelayServer(config)
 
 
 if __name__ == "__main__":

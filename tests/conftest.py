@@ -1,4 +1,4 @@
-"""Shared fixtures: relays on 127.0.0.1, fast account settings, fixed test keys."""
+"""Shared fixtures: relays on 127.0.0.1 (in this process unless a test needs a process), clients, test keys."""
 
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from bench.tools.relayproc import RelayProcess
 from client_tui.core import ChatClient
 from shared.keys import Identity
 from tests.helpers.clients import close_all
 from tests.helpers.config import FAST_KDF, PASSWORD, TEST_BITS, passphrase
-from tests.helpers.relays import start_relay
+from tests.helpers.relays import marked_process, start_relay
+from tests.helpers.world import World
 
 
 @pytest.fixture(scope="session")
@@ -21,15 +21,25 @@ def identities() -> dict[str, Identity]:
 
 
 @pytest.fixture
-def relay(tmp_path: Path):
-    """A real relay process (uvicorn, SQLite file) on a free 127.0.0.1 port, for one test."""
-    proc = start_relay(tmp_path / "relay")
-    yield proc
-    proc.stop()
+def relay(request, tmp_path: Path):
+    """A relay (uvicorn, SQLite file) on a free 127.0.0.1 port, for one test: in this process,
+    or a real relay process for a test marked ``@pytest.mark.process``."""
+    relay = start_relay(tmp_path / "relay", process=marked_process(request))
+    yield relay
+    relay.stop()
 
 
 @pytest.fixture
-async def make_client(tmp_path: Path, relay: RelayProcess):
+async def world(request, tmp_path: Path, identities):
+    """The relays and clients of one test (``tests.helpers.world.World``), torn down at its end;
+    its relays are processes in a test marked ``@pytest.mark.process``."""
+    w = World(tmp_path, identities, process=marked_process(request))
+    yield w
+    await w.close()
+
+
+@pytest.fixture
+async def make_client(tmp_path: Path, relay):
     """``await make_client("alice")`` registers a user (RSA-2048) and returns its client."""
     made: list[ChatClient] = []
 

@@ -28,7 +28,7 @@ async def offline_bob(tmp_path: Path, identities):
 
 
 @pytest.fixture
-def world(relay, tmp_path, monkeypatch):
+def profiles(relay, tmp_path, monkeypatch):
     """alice and bob registered on ``relay``; ``e2ee-chat`` reads that relay and their profiles' folder."""
     root = tmp_path / "profiles"
     register(relay, root, "alice", "bob")

@@ -9,7 +9,7 @@ from tests.helpers.cli import run
 from tests.helpers.config import PASSWORD
 
 
-def test_send_then_tail_prints_the_decrypted_text(world, monkeypatch, capsys):
+def test_send_then_tail_prints_the_decrypted_text(profiles, monkeypatch, capsys):
     code, out, _ = run(monkeypatch, capsys, "alice", "send", "--to", "bob", "--text", "hi bob \x1b[31m!")
     assert code == 0 and out.startswith("stored seq=1 ")
     conv = out.split("conversation=")[1].strip()
@@ -28,7 +28,7 @@ def test_send_then_tail_prints_the_decrypted_text(world, monkeypatch, capsys):
     assert "\x1b" not in out
 
 
-def test_a_key_change_blocks_send_until_accepted(world, monkeypatch, capsys):
+def test_a_key_change_blocks_send_until_accepted(profiles, monkeypatch, capsys):
     assert run(monkeypatch, capsys, "alice", "send", "--to", "bob", "--text", "one")[0] == 0
     code, out, _ = run(monkeypatch, capsys, "bob", "keys", "rotate")
     assert code == 0 and "new keys published" in out
@@ -46,7 +46,7 @@ def test_a_key_change_blocks_send_until_accepted(world, monkeypatch, capsys):
         "moved to new keys in this conversation (signed with their previous key) · epoch 1, signature verified"
 
 
-def test_wrong_passphrase_is_a_clean_error(world, monkeypatch, capsys):
+def test_wrong_passphrase_is_a_clean_error(profiles, monkeypatch, capsys):
     monkeypatch.setenv("E2EE_PASSWORD", PASSWORD)
     monkeypatch.setenv("E2EE_PASSPHRASE", "wrong")
     code = cli.main(["tail", "--user", "alice"])
@@ -54,7 +54,7 @@ def test_wrong_passphrase_is_a_clean_error(world, monkeypatch, capsys):
     assert code == cli.EXIT_FAILED and "wrong passphrase" in err and "Traceback" not in err
 
 
-def test_keys_export_and_import(world, monkeypatch, capsys, tmp_path):
+def test_keys_export_and_import(profiles, monkeypatch, capsys, tmp_path):
     out_file = tmp_path / "alice.keys"
     code, out, _ = run(monkeypatch, capsys, "alice", "keys", "export", "--file", str(out_file))
     assert code == 0 and out_file.exists()

@@ -36,13 +36,13 @@ def swap_pending(relay, root, identities) -> tuple[str, str]:
     return asyncio.run(go())
 
 
-def test_keys_accept_takes_only_the_key_that_was_shown(world, relay, monkeypatch, capsys, identities):
+def test_keys_accept_takes_only_the_key_that_was_shown(profiles, relay, monkeypatch, capsys, identities):
     assert run(monkeypatch, capsys, "alice", "send", "--to", "bob", "--text", "one")[0] == 0
     assert run(monkeypatch, capsys, "bob", "keys", "rotate")[0] == 0
     code, out, _ = run(monkeypatch, capsys, "alice", "keys", "show", "bob")
     assert code == cli.EXIT_BLOCKED and "CHANGED (signed by the old key)" in out
     shown = out.split("new key ids: ")[1].split()[0]  # what alice saw: bob's rotation
-    swapped = swap_pending(relay, world, identities)
+    swapped = swap_pending(relay, profiles, identities)
     code, out, err = run(monkeypatch, capsys, "alice", "keys", "accept", "bob")
     assert code == cli.EXIT_BLOCKED and "nothing accepted" in err  # before: mallory's keys pinned as bob's
     assert "--compare" in err

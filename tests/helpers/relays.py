@@ -8,11 +8,24 @@ from pathlib import Path
 
 from bench.tools.relayproc import RelayProcess
 from tests.helpers.config import FAST_RELAY_ENV
+from tests.helpers.inprocess import InProcessRelay
 
 
-def start_relay(data_dir: Path, *args: str, env: dict[str, str] | None = None) -> RelayProcess:
-    """Start ``python -m server`` with test settings (``env`` adds or overrides ``E2EE_*``)."""
-    return RelayProcess(data_dir, extra_args=list(args), env={**FAST_RELAY_ENV, **(env or {})}).start()
+def start_relay(data_dir: Path, *args: str, env: dict[str, str] | None = None,
+                process: bool = False) -> InProcessRelay | RelayProcess:
+    """A started relay with test settings: ``args`` are ``e2ee-relay`` flags, ``env`` adds or
+    overrides ``E2EE_*`` variables. In this process (uvicorn in a thread) unless ``process``:
+    ``python -m server serve``, for what only a process has (a kill, an exit code, its memory);
+    a test that asks for one carries ``@pytest.mark.process``."""
+    if process:
+        return RelayProcess(data_dir, extra_args=list(args), env={**FAST_RELAY_ENV, **(env or {})}).start()
+    return InProcessRelay(data_dir, list(args), env).start()
+
+
+def marked_process(request) -> bool:
+    """The test carries ``@pytest.mark.process``: its ``relay`` and ``world`` fixtures start real
+    relay processes (``request``: the fixture's ``pytest.FixtureRequest``)."""
+    return request.node.get_closest_marker("process") is not None
 
 
 def relay_log(relay) -> str:

@@ -10,30 +10,36 @@ from client_tui.core import ChatClient
 from shared.keys import Identity
 from tests.helpers.clients import Recorder
 from tests.helpers.config import FAST_KDF, PASSWORD, passphrase
+from tests.helpers.inprocess import InProcessRelay
 from tests.helpers.relays import start_relay
 
 
 class World:
     """Relays and clients of one test, torn down at its end."""
 
-    def __init__(self, root: Path, identities: dict[str, Identity]) -> None:
+    def __init__(self, root: Path, identities: dict[str, Identity], process: bool = False) -> None:
         self.root = root
+        self.process = process
         self.identities = identities
-        self.relays: list[RelayProcess] = []
+        self.relays: list[InProcessRelay | RelayProcess] = []
         self.clients: list[ChatClient] = []
         self.recorders: dict[ChatClient, Recorder] = {}
 
-    def relay(self, *args: str, name: str = "relay", env: dict[str, str] | None = None) -> RelayProcess:
-        proc = start_relay(self.root / name, *args, env=env)
-        self.relays.append(proc)
-        return proc
+    def relay(self, *args: str, name: str = "relay", env: dict[str, str] | None = None,
+              process: bool | None = None) -> InProcessRelay | RelayProcess:
+        """A relay with ``e2ee-relay`` flags ``args``, stopped at the end of the test: in this
+        process unless ``process`` (default: the World's; see ``tests.helpers.relays.start_relay``)."""
+        relay = start_relay(self.root / name, *args, env=env, process=self.process if process is None else process)
+        self.relays.append(relay)
+        return relay
 
-    def hostile(self, mode: str, *args: str, env: dict[str, str] | None = None) -> RelayProcess:
+    def hostile(self, mode: str, *args: str, env: dict[str, str] | None = None,
+                process: bool | None = None) -> InProcessRelay | RelayProcess:
         """A relay started with ``--hostile MODE --demo-level``."""
         return self.relay("--hostile", mode, "--demo-level", *args, name="hostile-" + mode.replace(":", "-"),
-                          env=env)
+                          env=env, process=process)
 
-    async def client(self, relay: RelayProcess, name: str, *, register: bool = True, connect: bool = True,
+    async def client(self, relay, name: str, *, register: bool = True, connect: bool = True,
                      url: str | None = None, identity: Identity | None = None, login: bool = True) -> ChatClient:
         """A ChatClient for ``name`` (keys from the session's fixed identities), its events recorded.
 
@@ -61,5 +67,5 @@ class World:
                     await c.close()
         for r in self.recorders.values():
             await r.stop()
-        for proc in self.relays:
-            proc.stop()
+        for relay in self.relays:
+            relay.stop()

@@ -13,7 +13,7 @@ import time
 import pytest
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from tests.helpers.relays import start_relay
+from tests.helpers.relays import relay_log, start_relay
 from tests.helpers.ws import make_token, open_ws, recv_type
 
 
@@ -100,7 +100,7 @@ async def test_token_in_url_is_refused_and_never_logged(make_client, relay):
         await open_ws(relay, query=f"?token={token}")
     with pytest.raises(InvalidStatus):
         await open_ws(relay, token, query=f"?access_token={token}")
-    text = (relay.data_dir / "relay.log").read_text() + (relay.data_dir / "relay.stdout").read_text()
+    text = relay_log(relay)
     signature = token.split(".")[2]
     assert signature not in text
     assert signature[:16] not in text

@@ -137,23 +137,20 @@ async def test_slow_reader_is_disconnected_while_others_continue(make_client, tm
         relay.stop()
 
 
-async def test_acked_messages_survive_sigkill(make_client, tmp_path):
-    relay = start_relay(tmp_path / "kill")  # the default synchronous=NORMAL (WAL)
-    try:
-        alice = await make_client("alice", url=relay.url)
-        bob = await make_client("bob", url=relay.url)
-        conv = await alice.create_conversation("pair", ["bob"])
-        await alice.connect()
-        sent = [await alice.send_text(conv, f"durable {i}") for i in range(25)]
-        relay.stop(signal.SIGKILL)  # right after the 25th ack
-        relay.start()
-        assert db_count(relay) == 25
-        await bob.connect()
-        got = [await next_message(bob) for _ in range(25)]
-        assert [m.text for m in got] == [f"durable {i}" for i in range(25)]
-        assert [m.seq for m in got] == [s.seq for s in sent]
-    finally:
-        relay.stop()
+@pytest.mark.process  # SIGKILL
+async def test_acked_messages_survive_sigkill(make_client, relay):  # the default synchronous=NORMAL (WAL)
+    alice = await make_client("alice")
+    bob = await make_client("bob")
+    conv = await alice.create_conversation("pair", ["bob"])
+    await alice.connect()
+    sent = [await alice.send_text(conv, f"durable {i}") for i in range(25)]
+    relay.stop(signal.SIGKILL)  # right after the 25th ack
+    relay.start()
+    assert db_count(relay) == 25
+    await bob.connect()
+    got = [await next_message(bob) for _ in range(25)]
+    assert [m.text for m in got] == [f"durable {i}" for i in range(25)]
+    assert [m.seq for m in got] == [s.seq for s in sent]
 
 
 async def test_rest_send_has_the_same_checks_and_is_idempotent(make_client, relay):

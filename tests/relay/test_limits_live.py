@@ -8,6 +8,7 @@ import threading
 from pathlib import Path
 
 import httpx2
+import pytest
 
 from tests.helpers.asgi import account
 from tests.helpers.relays import start_relay
@@ -58,8 +59,9 @@ def post_raw(port: int, head: bytes, chunks, total: int) -> tuple[int, int]:
     return int(answer.split(b" ", 2)[1]), sent
 
 
+@pytest.mark.process  # the relay's own peak memory (/proc/PID)
 def test_256_mib_bodies_declared_or_chunked_leave_peak_memory_within_20_mib_of_idle(tmp_path):
-    relay = start_relay(tmp_path / "mem")
+    relay = start_relay(tmp_path / "mem", process=True)
     try:
         pid = relay.proc.pid
         assert httpx2.get(relay.url + "/healthz").status_code == 200

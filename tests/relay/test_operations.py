@@ -123,8 +123,9 @@ def run_relay(data_dir: Path, *args: str) -> subprocess.CompletedProcess:
                           env={**os.environ, **FAST_RELAY_ENV})
 
 
+@pytest.mark.process  # the data folder's lock is held by a process
 def test_a_second_relay_on_a_locked_data_folder_exits_with_one_line(tmp_path):
-    first = start_relay(tmp_path / "data")
+    first = start_relay(tmp_path / "data", process=True)
     try:
         second = run_relay(tmp_path / "data")
         assert second.returncode == 1
@@ -138,7 +139,7 @@ def test_a_second_relay_on_a_locked_data_folder_exits_with_one_line(tmp_path):
         assert httpx2.get(first.url + "/healthz").status_code == 200  # the first one serves on
     finally:
         first.stop()
-    again = start_relay(tmp_path / "data")  # the lock went with its holder
+    again = start_relay(tmp_path / "data", process=True)  # the lock went with its holder
     again.stop()
 
 

@@ -73,6 +73,7 @@ async def test_json_logs_carry_ids_and_sizes_only(tmp_path, make_client):
     assert alice.token.split(".")[2] not in text
 
 
+@pytest.mark.process  # a signal to the relay's process, its exit code
 async def test_sigterm_closes_websockets_with_1001(make_client, relay):
     alice = await make_client("alice")
     ws = await open_ws(relay, alice.token)
@@ -87,6 +88,7 @@ async def test_sigterm_closes_websockets_with_1001(make_client, relay):
     assert "relay stopped" in (relay.data_dir / "relay.log").read_text()
 
 
+@pytest.mark.process  # SIGINT to the relay's process, its exit code and output
 async def test_ctrl_c_stops_the_relay_cleanly_without_a_traceback(make_client, relay):
     alice = await make_client("alice")
     ws = await open_ws(relay, alice.token)
