@@ -10,7 +10,7 @@ import pytest
 
 from client_tui.core import ClientError, MessageReceived
 from shared import envelope, frames
-from tests.helpers.clients import close_all, next_message
+from tests.helpers.clients import barrier, close_all, next_message
 
 
 async def test_bob_decrypts_exactly_what_alice_sent_and_carol_gets_nothing(make_client, relay):
@@ -26,7 +26,7 @@ async def test_bob_decrypts_exactly_what_alice_sent_and_carol_gets_nothing(make_
         assert got.text == text
         assert (got.sender, got.conversation, got.mid, got.seq) == ("alice", conv, sent.mid, sent.seq)
     assert [m.counter for m in [got]] == [len(texts)]
-    await asyncio.sleep(0.3)  # give a wrong fan-out time to show up
+    await barrier(carol)  # every frame the relay queued to carol before this was handled
     carol_events = []
     while not carol.events.empty():
         carol_events.append(carol.events.get_nowait())

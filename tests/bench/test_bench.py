@@ -14,6 +14,8 @@ import pytest
 
 from bench import browser, cli, report, targets, timing
 
+pytestmark = pytest.mark.process  # e2ee-bench runs as a process (and starts relays, Node, Chromium)
+
 STATS_KEYS = {"n", "median_ms", "p95_ms", "p99_ms"}
 
 

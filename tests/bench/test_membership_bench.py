@@ -6,11 +6,14 @@ from __future__ import annotations
 import base64
 import json
 
+import pytest
+
 from bench import membership as bench_membership
 from shared import envelope
 from shared.keys import Identity
 
 
+@pytest.mark.process  # e2ee-bench runs as a process
 def test_membership_json_keys_and_report_section(quick_report):
     results, out, _proc = quick_report
     m = results["membership"]

@@ -4,11 +4,9 @@ class as verifying exactly the key shown, CVE-2022-39250)."""
 
 from __future__ import annotations
 
-import asyncio
-
 from client_tui.app import ChatApp
 from client_tui.audience import AudienceScreen
-from tests.helpers.clients import messages_of, wait_until
+from tests.helpers.clients import barrier, messages_of, wait_until
 from tests.helpers.tui import alive, click_button, screen_ready
 
 SIZE = (100, 30)
@@ -37,6 +35,7 @@ async def test_a_member_added_while_the_question_is_open_is_asked_about_again(ma
         assert "Since then eve joined" in question(app)  # before: sealed to eve at once, never named
         (item,) = alice.membership.waiting(conv)
         assert (item.record.lid, item.record.info["audience"]["members"]) == (rec.lid, ["alice", "bob", "dave"])
-        await asyncio.sleep(0.5)
+        for client in (alice, eve, dave):  # what alice sent before her barrier reached eve and dave before theirs
+            await barrier(client)
         assert await messages_of(eve, conv) == [] and await messages_of(dave, conv) == []
         assert alive(app)

@@ -121,6 +121,7 @@ def test_register_asks_both_secrets_twice_for_scripts_too(home, relay, monkeypat
 @pytest.mark.parametrize("key", [KeyboardInterrupt, EOFError], ids=["ctrl-c", "ctrl-d"])
 @pytest.mark.parametrize("argv", [["send", "--to", "bob", "--text", "x"], ["tail"], ["search", "x"],
                                   ["register"], ["keys", "show"]], ids=lambda a: a[0])
+@pytest.mark.process  # e2ee-chat in a terminal, its exit code
 def test_ctrl_c_or_ctrl_d_at_a_prompt_exits_130_quietly(home, monkeypatch, capsys, key, argv):
     monkeypatch.delenv("E2EE_PASSWORD")
     monkeypatch.delenv("E2EE_PASSPHRASE", raising=False)
@@ -149,6 +150,7 @@ def _interrupt_after(args: list[str], ready: str, env: dict) -> tuple[int, str]:
     return proc.returncode, err
 
 
+@pytest.mark.process  # e2ee-chat tail --follow as a process, interrupted
 def test_ctrl_c_ends_tail_follow_at_once_quietly(home, relay, monkeypatch):
     register(relay, home, "alice", "bob")
     as_user(monkeypatch, "alice")
@@ -158,6 +160,7 @@ def test_ctrl_c_ends_tail_follow_at_once_quietly(home, relay, monkeypatch):
     assert code == 130 and "Traceback" not in err
 
 
+@pytest.mark.process  # e2ee-demo's processes
 def test_ctrl_c_ends_the_demo_quietly(tmp_path):
     code, err = _interrupt_after(["bench.tools.demo", "--level", "4", "--data-dir", str(tmp_path)], "data folder",
                                  FAST_RELAY_ENV)

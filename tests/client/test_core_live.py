@@ -22,7 +22,7 @@ from client_tui.core import (
     RecordChanged,
 )
 from shared import envelope, frames
-from tests.helpers.clients import close_all, messages_of, wait_event, wait_until
+from tests.helpers.clients import barrier, close_all, messages_of, wait_event, wait_until
 from tests.helpers.config import FAST_KDF, PASSWORD
 
 
@@ -98,6 +98,7 @@ async def online_pair(relay) -> tuple[ChatClient, ChatClient, str]:
     return alice, bob, conv
 
 
+@pytest.mark.process  # SIGKILL
 async def test_relay_killed_and_restarted_nothing_lost_or_doubled(make_client, relay):
     alice, bob, conv = await online_pair(relay)
     for i in range(3):
@@ -114,7 +115,7 @@ async def test_relay_killed_and_restarted_nothing_lost_or_doubled(make_client, r
         await alice.send_text(conv, f"after {i}")
     expected = [f"before {i}" for i in range(3)] + ["while the relay was down"] + [f"after {i}" for i in range(2)]
     await wait_until(lambda: bob._state.cursor >= 6)
-    await asyncio.sleep(0.2)
+    await barrier(bob)  # anything doubled was queued before this
     got = [r.text for r in await messages_of(bob, conv)]
     assert got == expected
     assert [r.text for r in await messages_of(alice, conv)] == expected
@@ -195,7 +196,7 @@ async def test_members_added_and_removed_get_events_and_messages(make_client):
     await wait_until(lambda: conv in bob.inactive)
     sent = await alice.send_text(conv, "bob is gone")
     assert await received_texts(carol, 1) == ["bob is gone"]
-    await asyncio.sleep(0.2)
+    await barrier(bob)  # the relay fanned "bob is gone" out before alice's ack: bob would have it by now
     assert not [e for e in list(bob.events._queue) if isinstance(e, RecordChanged) and e.record.seq == sent.seq]
     await close_all(alice, bob, carol)
 
@@ -210,7 +211,7 @@ async def test_start_after_connect_keeps_one_connection_and_shows_each_message_o
     for i in range(5):
         await alice.send_text(conv, f"m{i}")
     assert await received_texts(bob, 5) == [f"m{i}" for i in range(5)]
-    await asyncio.sleep(0.3)
+    await barrier(bob)  # a second connection's copies would have been queued before this
     assert not [e for e in list(bob.events._queue) if isinstance(e, MessageReceived)]
     assert await bob.history.count(conv) == 5
     await close_all(alice, bob)
@@ -236,6 +237,7 @@ async def test_the_outbox_survives_a_client_restart(make_client, relay):
     await close_all(alice2, bob)
 
 
+@pytest.mark.process  # SIGKILL
 async def test_relay_killed_with_a_full_outbox_resumes_without_spinning(make_client, relay):
     alice, bob, conv = await online_pair(relay)
     for i in range(60):
@@ -256,7 +258,7 @@ async def test_relay_killed_with_a_full_outbox_resumes_without_spinning(make_cli
     relay.start()
     await wait_until(lambda: not alice.outbox, timeout=30)
     await wait_until(lambda: bob._state.cursor >= 60, timeout=30)
-    await asyncio.sleep(0.2)
+    await barrier(bob)
     assert sorted(r.text for r in await messages_of(bob, conv)) == sorted(f"m{i}" for i in range(60))
     assert [r.ctr for r in await messages_of(alice, conv)] == list(range(1, 61))
     await close_all(alice, bob)

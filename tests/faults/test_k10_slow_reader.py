@@ -29,6 +29,7 @@ RSS_BOUND_MIB = 256  # the relay's resident memory must stay under this while bo
 WINDOW = 16
 
 
+@pytest.mark.process  # the relay process's memory
 @pytest.mark.slow
 async def test_k10_a_reader_that_stops_is_cut_off_and_catches_up_by_sync(world):
     relay = world.relay(name="k10", env={"E2EE_RATE_SENDS_PER_S": "0", "E2EE_LOG_LEVEL": "WARNING"})

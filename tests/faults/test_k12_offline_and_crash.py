@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import json
 
+import pytest
+
 from bench.tools.relayproc import RelayProcess
 from client_tui.core import MessageReceived
 from tests.helpers.clients import barrier
@@ -17,6 +19,7 @@ from tests.helpers.relays import db_count, relay_log
 from tests.helpers.ws import open_ws, recv_type
 
 
+@pytest.mark.process  # the hostile relay SIGKILLs itself
 async def test_k12_offline_partial_read_and_a_crash_between_commit_and_fan_out(world):
     relay = world.hostile("crash:6")
     alice = await world.client(relay, "alice", connect=False)

@@ -43,6 +43,7 @@ def enough_file_descriptors(need: int) -> int:
     return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
+@pytest.mark.process  # the relay process's memory
 @pytest.mark.slow
 @pytest.mark.parametrize("profile", ["groups", "mostly-idle"] if FULL else ["ci"])
 async def test_load_every_message_delivered_once_with_bounded_relay_memory(world, monkeypatch, profile):

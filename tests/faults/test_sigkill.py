@@ -25,6 +25,7 @@ KILLS = 5
 NO_LIMITS = {"E2EE_RATE_SENDS_PER_S": "0", "E2EE_LOG_LEVEL": "WARNING"}
 
 
+@pytest.mark.process  # SIGKILL
 @pytest.mark.slow
 async def test_five_sigkills_lose_nothing_and_deliver_each_message_once(world):
     relay = world.relay(name="killed", env=NO_LIMITS)

@@ -97,8 +97,8 @@ def two_relays(tmp_path, pg_url: str, broker_url: str, env: dict[str, str] | Non
     """Relays A and B on one database and one broker channel, sharing A's JWT secret."""
     channel = f"e2ee-test-{secrets.token_hex(4)}"
     args = ["--database-url", pg_url, "--broker", broker_url, "--broker-channel", channel]
-    a = start_relay(tmp_path / "relay-a", *args, env=env)
-    b = start_relay(tmp_path / "relay-b", *args, env={**(env or {}), "E2EE_JWT_SECRET": jwt_secret(a)})
+    a = start_relay(tmp_path / "relay-a", *args, env=env, process=True)
+    b = start_relay(tmp_path / "relay-b", *args, env={**(env or {}), "E2EE_JWT_SECRET": jwt_secret(a)}, process=True)
     return a, b
 
 

@@ -24,6 +24,8 @@ from shared.b64 import b64u_encode
 from tests.interop import test_node_webcrypto as node_tests
 from tests.vectors import vectorlib
 
+pytestmark = pytest.mark.process  # Chromium runs the WebCrypto side
+
 HERE = Path(__file__).resolve().parent
 
 

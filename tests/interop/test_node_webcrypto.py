@@ -24,6 +24,8 @@ from shared.membership_chain import Chain, check_audience
 from tests.helpers.config import require_tool
 from tests.vectors import vectorlib
 
+pytestmark = pytest.mark.process  # Node runs the WebCrypto side
+
 SCRIPT = Path(__file__).with_name("webcrypto_interop.mjs")
 
 

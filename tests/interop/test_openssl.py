@@ -24,6 +24,8 @@ from shared.errors import UnwrapFailed
 from tests.helpers.config import require_tool
 from tests.vectors import vectorlib
 
+pytestmark = pytest.mark.process  # the openssl command line
+
 L4 = vectorlib.load("l4.json")
 MEMBERSHIP = vectorlib.load("membership.json")
 OAEP_256_OPTS = [

@@ -9,6 +9,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.process  # fresh interpreters import the packages
+
 PRODUCT = ("server.app", "server.cli", "server.settings", "client_tui.app", "client_tui.cli", "client_tui.core",
            "migrations")
 

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.process  # pip builds and installs the wheel
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("shared", "server", "client_tui", "bench", "migrations")
 TYPED = ("shared", "server", "client_tui", "bench")

@@ -143,6 +143,7 @@ def test_a_second_relay_on_a_locked_data_folder_exits_with_one_line(tmp_path):
     again.stop()
 
 
+@pytest.mark.process  # e2ee-relay's exit code and message
 @pytest.mark.parametrize("migrate_on_start", [True, False])
 def test_a_relay_on_an_old_or_newer_schema_refuses_to_start_with_one_line(tmp_path, migrate_on_start):
     flag = [] if migrate_on_start else ["--no-migrate-on-start"]

@@ -9,6 +9,7 @@ import asyncio
 import json
 
 import asyncpg
+import pytest
 
 from tests.helpers.clients import next_message
 from tests.helpers.scale import two_relays, user, wait_broker
@@ -35,6 +36,7 @@ async def waiting(db: asyncpg.Connection, lock: str) -> bool:
         "AND wait_event = $1", lock))
 
 
+@pytest.mark.process  # two relay processes on PostgreSQL and Redis
 async def test_a_transaction_held_open_on_one_relay_leaves_no_gap(tmp_path, pg_url, redis_path):
     a, b = two_relays(tmp_path, pg_url, redis_path.url)
     clients = []

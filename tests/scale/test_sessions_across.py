@@ -34,6 +34,7 @@ async def closed(ws) -> tuple[int, str]:
     return ws.close_code, ws.close_reason
 
 
+@pytest.mark.process  # two relay processes on PostgreSQL and Redis
 async def test_a_session_ended_on_one_relay_is_refused_on_the_other(tmp_path, pg_url, redis_path, identities):
     a, b = two_relays(tmp_path, pg_url, redis_path.url, env={"E2EE_SESSION_CACHE_S": str(CACHE_S)})
     try:

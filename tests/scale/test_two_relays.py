@@ -14,6 +14,8 @@ from tests.helpers.clients import next_message
 from tests.helpers.config import PASSWORD
 from tests.helpers.scale import two_relays, user, wait_broker
 
+pytestmark = pytest.mark.process  # two relay processes on PostgreSQL and Redis, one of them killed
+
 
 @pytest.fixture
 async def across(tmp_path, pg_url, redis_path):

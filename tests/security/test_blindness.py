@@ -15,6 +15,8 @@ import asyncio
 import base64
 import secrets
 
+import pytest
+
 from client_tui.core import MessageReceived
 from client_tui.levels import LevelClient, LevelMessage
 from tests.helpers.clients import barrier
@@ -89,6 +91,7 @@ async def run(world, level: int) -> tuple[list[str], dict[str, bytes], dict[str,
     return [t for ts in texts.values() for t in ts], blobs, frame_types(received), frame_types(sent)
 
 
+@pytest.mark.process  # the relay process's memory and output are searched
 async def test_level4_relay_holds_no_plaintext_anywhere(world):
     texts, blobs, received, sent = await run(world, 4)
     assert {"relay.db (live)", "relay.db-wal (live)", "relay.db (stopped)", "relay.log", "relay.stdout",
@@ -102,6 +105,7 @@ async def test_level4_relay_holds_no_plaintext_anywhere(world):
     assert hits == []
 
 
+@pytest.mark.process  # the relay process's memory and output are searched
 async def test_level3_relay_reads_the_same_chat_so_the_search_works(world):
     texts, blobs, received, sent = await run(world, 3)
     assert received["send"] == len(texts) and sent["msg"] == len(texts) * (len(USERS) - 1)

@@ -303,6 +303,7 @@ async def test_k08_lost_ack_the_retry_gets_the_original_seq(world):
                                                                          [("delivered", sent.seq)])
 
 
+@pytest.mark.process  # e2ee-relay's exit code and message
 def test_hostile_mode_needs_an_explicit_demo_flag(tmp_path):
     import subprocess
     import sys
