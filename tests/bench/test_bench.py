@@ -14,7 +14,8 @@ import pytest
 
 from bench import browser, cli, report, targets, timing
 
-pytestmark = pytest.mark.process  # e2ee-bench runs as a process (and starts relays, Node, Chromium)
+# e2ee-bench runs as a process (and starts relays, Node, Chromium); its --quick report may take minutes
+pytestmark = [pytest.mark.process, pytest.mark.timeout(600)]
 
 STATS_KEYS = {"n", "median_ms", "p95_ms", "p99_ms"}
 

@@ -14,6 +14,7 @@ from shared.keys import Identity
 
 
 @pytest.mark.process  # e2ee-bench runs as a process
+@pytest.mark.timeout(600)  # the --quick report may take minutes
 def test_membership_json_keys_and_report_section(quick_report):
     results, out, _proc = quick_report
     m = results["membership"]

@@ -31,6 +31,7 @@ WINDOW = 16
 
 @pytest.mark.process  # the relay process's memory
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # at full size (E2EE_FULL) it runs for many minutes
 async def test_k10_a_reader_that_stops_is_cut_off_and_catches_up_by_sync(world):
     relay = world.relay(name="k10", env={"E2EE_RATE_SENDS_PER_S": "0", "E2EE_LOG_LEVEL": "WARNING"})
     alice, bob, carol = [await world.client(relay, n, connect=False) for n in ("alice", "bob", "carol")]

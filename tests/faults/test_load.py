@@ -45,6 +45,7 @@ def enough_file_descriptors(need: int) -> int:
 
 @pytest.mark.process  # the relay process's memory
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # at full size (E2EE_FULL) it runs for many minutes
 @pytest.mark.parametrize("profile", ["groups", "mostly-idle"] if FULL else ["ci"])
 async def test_load_every_message_delivered_once_with_bounded_relay_memory(world, monkeypatch, profile):
     CONNECTIONS, SENDERS, MESSAGES, RSS_BOUND_MIB = PROFILES[profile]

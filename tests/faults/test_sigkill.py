@@ -27,6 +27,7 @@ NO_LIMITS = {"E2EE_RATE_SENDS_PER_S": "0", "E2EE_LOG_LEVEL": "WARNING"}
 
 @pytest.mark.process  # SIGKILL
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # at full size (E2EE_FULL) it runs for many minutes
 async def test_five_sigkills_lose_nothing_and_deliver_each_message_once(world):
     relay = world.relay(name="killed", env=NO_LIMITS)
     alice, bob, carol = [await world.client(relay, n, connect=False) for n in ("alice", "bob", "carol")]

@@ -158,9 +158,11 @@ class InProcessRelay:
         if not settings.database_url and not db.exists():
             shutil.copy(template_db(), db)
         self._log_to_file(settings)
-        self.server = relay_server(settings)
+        context = contextvars.copy_context()  # the relay's records are told apart by it (see _OwnRecords)
+        context.run(_current.set, self)
+        self.server = context.run(relay_server, settings)  # the hostile wrapper logs as it is made
         ready = threading.Event()
-        self.thread = threading.Thread(target=self._run, args=(self.server, sock, ready, contextvars.copy_context()),
+        self.thread = threading.Thread(target=self._run, args=(self.server, sock, ready, context),
                                        name=f"relay-{self.port}", daemon=True)
         self.thread.start()
         deadline = time.monotonic() + timeout
@@ -175,7 +177,6 @@ class InProcessRelay:
         self.thread_id = threading.get_ident()
 
         def serve() -> None:
-            _current.set(self)
             if self.settings.database_url:  # PostgreSQL: migrate it as the relay's start does
                 migrate.upgrade(self.settings.database_url)
             try:

@@ -172,6 +172,7 @@ async def test_k09_a_member_without_a_key_is_named_before_anything_is_sent(world
     assert db_count(relay) == 0
 
 
+@pytest.mark.process  # the relay process's own memory (RSS)
 @pytest.mark.parametrize("size", [1024 * 1024 + 1, 16 * 1024 * 1024, 100 * 1024 * 1024])
 async def test_k11_oversized_frames_are_closed_1009_before_being_buffered(world, size):
     relay = world.relay(name="k11")
