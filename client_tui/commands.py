@@ -63,7 +63,7 @@ async def open_local(client: ChatClient, passphrase: str) -> None:
     if not client.keystore_path.exists():
         raise profiles.missing_keystore(client.profile.parent.parent, client.server_url, client.username)
     bundle = await asyncio.to_thread(keystore.load_bundle, client.keystore_path, passphrase)
-    await client._open_local(bundle, passphrase)
+    await client.open_local(bundle, passphrase)
 
 
 async def logged_in(args, *, offline_ok: bool = False) -> tuple[ChatClient, bool]:

@@ -59,7 +59,7 @@ async def log_in_again(client: ChatClient, password: str) -> None:
             session was started again anyway and logs in when the relay answers).
     """
     try:
-        await client._login(password)
+        await client.rest.login(password)
     except ClientError as exc:
         if exc.status not in (401, 403):
             client.reconnect_now()

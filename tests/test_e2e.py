@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
 
-import msgspec
 import pytest
 
 from client_tui.core import ClientError, MessageReceived
-from shared import envelope, frames
+from shared import envelope
 from tests.helpers.clients import barrier, close_all, next_message
 
 
@@ -64,13 +62,9 @@ async def test_repeated_send_of_the_same_envelope_is_stored_once(make_client, re
     await alice.connect()
     aud = await alice.recipients_for(conv)
     data = envelope.seal("once", alice.identity, conv, aud.recipients, counter=1, epoch=aud.epoch, head=aud.head)
-    mid = envelope.parse(data).header.mid
     futs = []
     for _ in range(2):
-        fut = asyncio.get_running_loop().create_future()
-        alice._pending[mid] = fut
-        await alice._send_frame(frames.Send(conv, msgspec.Raw(data)))
-        futs.append(await asyncio.wait_for(fut, 10))
+        futs.append(await alice.send_envelope(conv, data, timeout=10))
     assert futs[0] == futs[1]
     await close_all(alice, bob)
     db = sqlite3.connect(relay.data_dir / "relay.db")

@@ -29,7 +29,7 @@ from rich.table import Table
 from rich.text import Text
 
 from bench.tools.relayproc import RelayProcess
-from client_tui.core import ChatClient, ClientError
+from client_tui.core import ChatClient
 from shared import frames
 
 from .demo import forms
@@ -73,7 +73,6 @@ FAST_RELAY = {"E2EE_ARGON2_TIME_COST": "1", "E2EE_ARGON2_MEMORY_KIB": "8192", "E
               "E2EE_RATE_LOGINS_PER_MIN": "600"}
 FAST_KDF = {"iterations": 1, "memory_kib": 8192, "lanes": 1}
 PASSWORD = "attack demo password"
-MAX_SEQ = 2**53 - 1
 
 
 class Capturing(ChatClient):
@@ -84,9 +83,10 @@ class Capturing(ChatClient):
         super().__init__(*args, **kwargs)
         self.frames: list[bytes] = []
 
-    async def _on_frame(self, frame) -> None:
-        self.frames.append(frames.encode(frame))
-        await super()._on_frame(frame)
+    async def _on_event(self, event) -> None:
+        if isinstance(event, frames.RelayFrame):  # messages, receipts, events (the session keeps the rest)
+            self.frames.append(frames.encode(event))
+        await super()._on_event(event)
 
 
 class Stage:
@@ -129,15 +129,6 @@ class Stage:
         for t in self._drains:
             t.cancel()
         self.relay.stop()
-
-
-async def settle(client: ChatClient, timeout: float = 30) -> None:
-    """Return once ``client`` processed every frame the relay queued to it before this call (an
-    empty ``sync`` is answered after everything already queued on the connection)."""
-    client._synced.clear()
-    with contextlib.suppress(ClientError):
-        await client._send_frame(frames.Sync(after=MAX_SEQ))
-    await client.wait_synced(timeout)
 
 
 def canaries(attack: str, n: int) -> list[str]:

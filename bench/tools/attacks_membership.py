@@ -28,7 +28,7 @@ from shared import frames, membership
 from shared.b64 import b64u_encode
 from shared.keys import Identity, spki_der
 
-from .attacks import PASSWORD, Outcome, Stage, canaries, canary_hits, settle
+from .attacks import PASSWORD, Outcome, Stage, canaries, canary_hits
 
 MEMBERS = ("alice", "bob", "carol")
 
@@ -58,7 +58,7 @@ async def _send(people: dict[str, ChatClient], conv: str, texts: list[str], send
         except Exception as exc:  # any refusal is what the table reports
             result[sender] = getattr(exc, "code", type(exc).__name__)
     for c in people.values():
-        await settle(c)
+        await c.settle()
     return result
 
 

@@ -103,7 +103,7 @@ async def judge(client, contact: Contact, served: PublicIdentity) -> Verdict:
     if any((p.wrap_kid, p.sign_kid) == kids for p in contact.previous):
         return Verdict(False, rollback=True)
     try:
-        rows = _rows(await client._request("GET", f"/v1/users/{name}/keys/history"), name)
+        rows = _rows(await client.rest.request("GET", f"/v1/users/{name}/keys/history"), name)
     except (E2EEError, KeyError, TypeError, AttributeError) as exc:
         log.info("no usable key history for %s: %s", name, getattr(exc, "code", type(exc).__name__))
         return Verdict(None)

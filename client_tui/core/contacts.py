@@ -20,6 +20,7 @@ from shared.keys import PublicIdentity, fingerprint, safety_number
 from shared.names import canonical_username
 
 from . import chain
+from .errors import ClientError, MemberWithoutKey
 from .events import ContactChanged, KeyChanged, LocalDataWarning
 from .history import Record, RecordState, now_ms
 from .trust import Contact, TrustStore
@@ -88,13 +89,27 @@ class Contacts:
             someone else.  KeyInvalid: an unacceptable key.  ClientError: relay errors.
         """
         user = canonical_username(user)
-        doc = await self._request("GET", f"/v1/users/{user}/keys")
+        doc = await self.rest.request("GET", f"/v1/users/{user}/keys")
         named = doc.get("username") if isinstance(doc, dict) else None
         if named != user:
             log.warning("key answer for %s names %r: refused, nothing pinned", user, str(named)[:40])
             raise KeyAnswerMismatch(f"the relay answered a key fetch for {user} with the keys of "
                                     f"{str(named)[:40]!r}: refused, nothing pinned", field="username")
         return PublicIdentity.from_json(doc)
+
+    async def _fetch_for_send(self, user: str) -> PublicIdentity:
+        """:meth:`fetch_keys` for someone to write to: a user without a published key is named.
+
+        Raises:
+            MemberWithoutKey; as :meth:`fetch_keys`.
+        """
+        try:
+            return await self.fetch_keys(user)
+        except ClientError as exc:
+            if exc.code == ErrorCode.NOT_FOUND and exc.field != "username":
+                raise MemberWithoutKey(f"{user} has published no key: nobody can write to them yet",
+                                       field=user) from None
+            raise
 
     async def fetch_keys(self, user: str) -> PublicIdentity:
         """Fetch ``user``'s published keys and pin them on first use; return the pinned keys.
@@ -229,7 +244,7 @@ class Contacts:
             self._spawn(self._after_decision(user))
 
     async def _after_decision(self, user: str) -> None:
-        await self._unblock()
+        await self.outgoing.unblock()
         await self._retry_held(user)
 
     def accept_key(self, user: str, shown: tuple[str, str] | None = None) -> None:

@@ -129,7 +129,7 @@ class Membership:
         async with self._locks.setdefault(cid, asyncio.Lock()):
             chain = self.chains.setdefault(cid, Chain(cid))
             after = chain.head.ep if chain.head is not None else -1
-            doc = await self.client._request("GET", f"/v1/conversations/{cid}/log" + (
+            doc = await self.client.rest.request("GET", f"/v1/conversations/{cid}/log" + (
                 f"?after={after}" if after >= 0 else ""))
             claimed = self.claimed[cid] = (doc.get("epoch"), doc.get("head"))
             before = chain.head
@@ -277,7 +277,7 @@ class Membership:
         found = find()
         if found is None:
             try:
-                doc = await self.client._request("GET", f"/v1/users/{user}/keys/history")
+                doc = await self.client.rest.request("GET", f"/v1/users/{user}/keys/history")
                 self._published[user] = [PublicIdentity.from_json(k) for k in doc.get("keys", [])
                                          if k.get("username") == user]
             except ClientError as exc:
@@ -459,7 +459,7 @@ class Membership:
         for item in waiting:
             written = item.record.info.get("audience", {}).get("members", [])
             item.record.info["audience"] = {"ep": head.ep if head else -1, "members": sorted({*written, *agreed})}
-        await self.client._unblock()
+        await self.client.outgoing.unblock()
         return len(waiting)
 
     async def decline(self, cid: str) -> int:
@@ -467,12 +467,12 @@ class Membership:
         marked not sent (the text stays in the history); returns how many."""
         waiting = self.waiting(cid)
         for item in waiting:
-            await self.client._fail(item, AudienceGrew("not sent: you chose not to send it to the new members"))
+            await self.client.outgoing.fail(item, AudienceGrew("not sent: you chose not to send it to the new members"))
         return len(waiting)
 
     def waiting(self, cid: str) -> list:
         """My messages in ``cid`` waiting for my decision on a larger audience, oldest first."""
-        return [i for i in self.client._outbox
+        return [i for i in self.client.outgoing.items
                 if i.record.conversation == cid and i.record.reason == ErrorCode.AUDIENCE_GREW]
 
 

@@ -41,7 +41,7 @@ async def _post(ms: Membership, cid: str, build: Callable[[Statement], Statement
         if st is None:
             return None
         try:
-            await ms.client._request("POST", f"/v1/conversations/{cid}/log", {"statement": st.signed})
+            await ms.client.rest.request("POST", f"/v1/conversations/{cid}/log", {"statement": st.signed})
         except ClientError as exc:
             if exc.code == ErrorCode.MEMBERSHIP_CONFLICT and attempt < POST_ATTEMPTS - 1:
                 continue
@@ -81,7 +81,7 @@ async def create(ms: Membership, title: str, users: Sequence[str], admins: Seque
     others = await _members_for(ms, [u for u in users if u != c.username])
     cid = b64u_encode(os.urandom(16))
     st = membership.create(_me(ms), cid, title.strip(), [member_of(_me(ms).public), *others], admins=admins)
-    await c._request("POST", "/v1/conversations", {"statement": st.signed})
+    await c.rest.request("POST", "/v1/conversations", {"statement": st.signed})
     await ms.apply_own(st)
     await ms.sync(cid)
     if c.history is not None:
@@ -174,7 +174,7 @@ async def refresh(ms: Membership) -> dict[str, list[str]]:
     (the relay's member list is only a hint, used for nothing but a legacy conversation's name).
     Returns ``{id: [members]}``."""
     c = ms.client
-    data = await c._request("GET", "/v1/conversations")
+    data = await c.rest.request("GET", "/v1/conversations")
     listed = {conv["id"]: conv for conv in data["conversations"]}
     before = {cid: (list(c.members.get(cid, [])), c.titles.get(cid)) for cid in listed}
     for cid, conv in listed.items():

@@ -95,7 +95,7 @@ class Rotation:
 
     async def _publish(self, new: Identity) -> None:
         """Phase 2: publish ``new`` under a v2 statement (idempotent: done already is fine)."""
-        doc = await self._request("GET", f"/v1/users/{self.username}/keys/history")
+        doc = await self.rest.request("GET", f"/v1/users/{self.username}/keys/history")
         rows = doc.get("keys", []) if isinstance(doc, dict) and doc.get("username") == self.username else []
         current = next((r for r in rows if r.get("current")), None)
         if current is not None and (current.get("wrap_kid"), current.get("sign_kid")) == (new.wrap_kid, new.sign_kid):
@@ -107,7 +107,7 @@ class Rotation:
         statement = rotation.Rotation(self.username, (old.wrap_kid, old.sign_kid), (new.wrap_kid, new.sign_kid),
                                       len(rows))
         pub = new.public.to_json()
-        await self._request("POST", "/v1/keys/rotate", {
+        await self.rest.request("POST", "/v1/keys/rotate", {
             "wrap_key": pub["wrap_key"], "sign_key": pub["sign_key"], "counter": statement.counter,
             "signature": b64u_encode(rotation.sign(old.sign_private, statement))})
 
@@ -211,14 +211,14 @@ class Rotation:
             found = self.pinned_sign_key(h.snd, h.skid, rec.seq)
             if found is None:
                 return False
-            me = self._my_identity_for(h.rkids)
+            me = self.inbox.identity_for(h.rkids)
             opened, timings = await asyncio.to_thread(
                 measure.open_, parsed, me, found[0], conversation=rec.conversation, sender=rec.sender)
         except (E2EEError, msgspec.DecodeError):
             return False
-        if (h.snd, h.mid) in self._seen:
+        if (h.snd, h.mid) in self.inbox.seen:
             return False
-        self._seen.add((h.snd, h.mid))
+        self.inbox.seen.add((h.snd, h.mid))
         rec.text, rec.state, rec.reason, rec.detail = opened.text, RecordState.RECEIVED, "", ""
         rec.mid, rec.ts, rec.ctr = h.mid, h.ts, h.ctr
         rec.info = {"timings": timings, "skid": h.skid, "rkids": list(h.rkids), "warning": found[1],

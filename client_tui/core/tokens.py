@@ -8,26 +8,25 @@ One place renews. :class:`RelaySession` is an ``httpx2.Auth``: every authenticat
 first renews the access token when 2/3 of its stated lifetime has passed, and a request refused
 with 401 is retried once after a refresh. Concurrent requests wait for one refresh (a lock): a
 refresh credential is presented once only, because the relay ends a session whose credential is
-presented twice. An open websocket is renewed in-band (:meth:`RelaySession.keep_connection`): at
-2/3 of the relay's ``ready.expires_in`` it sends an ``auth`` frame with a fresh token, and the
-relay answers ``ready`` with the new lifetime — no reconnect.
+presented twice. An open websocket is renewed in-band: the session protocol
+(:class:`shared.session.ClientProtocol`) says when 2/3 of the relay's ``ready.expires_in`` passed,
+:meth:`RelaySession.renewal_token` gives the fresh token its ``auth`` frame carries, and the relay
+answers ``ready`` with the new lifetime — no reconnect.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Callable
 
 import httpx2
 
 from shared.errors import AuthFailed, SessionEnded
+from shared.session import RENEW_AT
 
 log = logging.getLogger("e2ee.client.session")
-
-RENEW_AT = 2 / 3  # of a stated lifetime
 
 
 class RelaySession(httpx2.Auth):
@@ -46,8 +45,6 @@ class RelaySession(httpx2.Auth):
         self.sid: str | None = None
         self.ended: str | None = None  # why the relay ended the session, once it did
         self._renew_at = 0.0  # on self.clock
-        self._ws_renew_at: float | None = None
-        self._ready = asyncio.Event()
         self._lock = asyncio.Lock()
         self.refreshes = 0
         self.ws_renewals = 0
@@ -63,11 +60,6 @@ class RelaySession(httpx2.Auth):
     def due(self) -> bool:
         """Whether the access token should be renewed before its next use."""
         return self.access is None or self.clock() >= self._renew_at
-
-    def on_ready(self, expires_in: int | None) -> None:
-        """A ``ready`` frame: the websocket lives ``expires_in`` more seconds unless renewed."""
-        self._ws_renew_at = None if expires_in is None else self.clock() + expires_in * RENEW_AT
-        self._ready.set()
 
     # -- refreshing --------------------------------------------------------------------------------
     def _refresh_request(self, url: httpx2.URL) -> httpx2.Request:
@@ -139,38 +131,20 @@ class RelaySession(httpx2.Auth):
             yield request
 
     # -- the websocket ---------------------------------------------------------------------------
-    async def keep_connection(self, http: httpx2.AsyncClient, send_auth: Callable[[str], Awaitable[None]],
-                              alive: Callable[[], bool]) -> None:
-        """While ``alive()``: at 2/3 of each ``ready.expires_in``, send a fresh access token in an
-        ``auth`` frame (``send_auth``) and wait for the relay's next ``ready``.
+    async def renewal_token(self, http: httpx2.AsyncClient, on_socket: str | None) -> str:
+        """A fresh access token for an in-band renewal of a websocket opened (or last renewed) with
+        ``on_socket``: refreshed if due, and refreshed even if not when it is still that token.
 
         Raises:
             SessionEnded: the session ended; the relay will close the connection (4401 or 4403).
+            httpx2.HTTPError: the relay could not be reached.
         """
-        on_socket = self.access  # the token the socket was opened with
-        while alive():
-            self._ready.clear()
-            at = self._ws_renew_at
-            if at is None:
-                await self._ready.wait()
-                continue
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._ready.wait(), max(0.0, at - self.clock()))
-                continue  # a new ready frame moved the deadline
-            token = await self.fresh_access(http)
-            if token == on_socket and not await self.refresh_now(http, force=True):
-                raise SessionEnded(f"the session ended ({self.ended}): log in again", reason=self.ended or "unknown")
-            if not alive():
-                return
-            self._ws_renew_at = None  # until the relay's ready answers this renewal
-            try:
-                await send_auth(self.access)
-            except Exception:
-                if not alive():  # the socket closed meanwhile: its reader takes over
-                    return
-                raise
-            on_socket = self.access
-            self.ws_renewals += 1
+        token = await self.fresh_access(http)
+        if token == on_socket and not await self.refresh_now(http, force=True):
+            raise SessionEnded(f"the session ended ({self.ended}): log in again", reason=self.ended or "unknown")
+        assert self.access is not None
+        self.ws_renewals += 1
+        return self.access
 
     # -- ending ------------------------------------------------------------------------------------
     async def end(self, http: httpx2.AsyncClient, everywhere: bool = False) -> int:

@@ -17,7 +17,7 @@ async def offline_bob(tmp_path: Path, identities):
     """bob's client with keys, cache and alice + carol pinned, never connected (no relay)."""
     client = ChatClient("http://127.0.0.1:9", "bob", tmp_path / "clients", kdf=FAST_KDF)
     local_key = keystore.save(client.keystore_path, identities["bob"], "bob passphrase", FAST_KDF)
-    await client._open_local(keystore.KeyBundle(identities["bob"], local_key), "bob passphrase")
+    await client.open_local(keystore.KeyBundle(identities["bob"], local_key), "bob passphrase")
     for name in ("alice", "carol"):
         client.contacts[name] = Contact(identities[name].public)
     client.members["conv-1"] = ["alice", "bob", "carol"]

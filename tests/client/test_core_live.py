@@ -114,7 +114,7 @@ async def test_relay_killed_and_restarted_nothing_lost_or_doubled(make_client, r
     for i in range(2):
         await alice.send_text(conv, f"after {i}")
     expected = [f"before {i}" for i in range(3)] + ["while the relay was down"] + [f"after {i}" for i in range(2)]
-    await wait_until(lambda: bob._state.cursor >= 6)
+    await wait_until(lambda: bob.progress.cursor >= 6)
     await barrier(bob)  # anything doubled was queued before this
     got = [r.text for r in await messages_of(bob, conv)]
     assert got == expected
@@ -128,7 +128,7 @@ async def test_a_refused_login_is_not_retried_in_a_loop(make_client, relay):
     alice = await make_client("alice")
     alice.session.adopt({"token": "not-a-token", "expires_in": 10**9, "refresh": "not.a-credential",
                          "session": "x"})
-    alice._password = "wrong password"
+    alice.rest.password = "wrong password"
     session = alice.start()
     await asyncio.wait_for(session, 10)
     assert alice.state == "refused"
@@ -176,7 +176,7 @@ async def test_real_rotation_warns_blocks_and_old_sealed_messages_still_open(mak
     await alice.send_text(conv, "to bob's new key")
     assert await received_texts(bob, 1) == ["to bob's new key"]
     # the relay refuses the stale envelope (not the members' current keys); deliver it to bob by hand
-    await bob._on_frame(frames.Message(10_000, conv, "alice", msgspec.Raw(late)))
+    await bob._on_event(frames.Message(10_000, conv, "alice", msgspec.Raw(late)))
     assert (await wait_event(bob, MessageReceived)).text == "sealed before the rotation"
     await close_all(alice, bob)
 
@@ -257,7 +257,7 @@ async def test_relay_killed_with_a_full_outbox_resumes_without_spinning(make_cli
     await wait_until(lambda: not alice.online)
     relay.start()
     await wait_until(lambda: not alice.outbox, timeout=30)
-    await wait_until(lambda: bob._state.cursor >= 60, timeout=30)
+    await wait_until(lambda: bob.progress.cursor >= 60, timeout=30)
     await barrier(bob)
     assert sorted(r.text for r in await messages_of(bob, conv)) == sorted(f"m{i}" for i in range(60))
     assert [r.ctr for r in await messages_of(alice, conv)] == list(range(1, 61))

@@ -54,7 +54,7 @@ async def test_k04_cut_or_flipped_tag_is_could_not_verify_and_the_valid_one_show
     assert [r.reason for r in recs[:3]] == ["tag_invalid", "tag_invalid", "signature_invalid"]
     assert all(r.text is None for r in recs[:3])
     assert recs[3].text == "the real one"
-    assert bob._state.cursor == 4
+    assert bob.progress.cursor == 4
     cached = await messages_of(bob, "conv-1")
     assert [(r.state, r.text) for r in cached] == [("unreadable", None)] * 3 + [("received", "the real one")]
 
@@ -107,7 +107,7 @@ async def test_gaps_in_a_senders_counter_are_reported_and_late_ones_fill_them(of
     await relay.deliver(relay.seal("alice", "n3", ctr=3), sender="alice")
     assert bob.missing_counters("conv-1") == {"alice": (4,)}
     assert not [e for e in drain(bob) if isinstance(e, GapDetected)]
-    await bob._report_gaps()  # what a finished sync reports: the gaps still open
+    await bob.inbox.report_gaps()  # what a finished sync reports: the gaps still open
     assert [(g.sender, g.missing) for g in drain(bob) if isinstance(g, GapDetected)] == [("alice", (4,))]
     await relay.deliver(relay.seal("alice", "n4", ctr=4), sender="alice")
     assert bob.missing_counters("conv-1") == {}
@@ -129,8 +129,8 @@ async def test_k06_substituted_key_mid_conversation_warns_and_blocks_sending(off
                 {**fake.to_json(), "current": True, "rotation_sig": b64u_encode(bytes(64))}]})
         return httpx2.Response(404, json={"error": {"code": "not_found", "message": "no"}})
 
-    await bob._http.aclose()
-    bob._http = httpx2.AsyncClient(base_url=bob.server_url, transport=httpx2.MockTransport(handler))
+    await bob.rest.http.aclose()
+    bob.rest.http = httpx2.AsyncClient(base_url=bob.server_url, transport=httpx2.MockTransport(handler))
     bob.session.adopt({"token": "t", "expires_in": 10**9, "refresh": "r", "session": "s"})
     bob._key_fetched_at.pop("alice")
     as_alice = Identity("alice", identities["mallory"].wrap_private, identities["mallory"].sign_private)
@@ -185,10 +185,10 @@ async def test_a_sender_key_that_cannot_be_fetched_leaves_the_message_for_the_ne
     data = relay.seal("alice", "sent just before the relay died")
     with pytest.raises(SenderKeyUnavailable):
         await relay.deliver(data, sender="alice", seq=1)
-    assert drain(bob) == [] and bob._state.cursor == 0 and bob._ack_due == 0
+    assert drain(bob) == [] and bob.progress.cursor == 0 and bob.inbox.ack_due == 0
     assert await messages_of(bob, "conv-1") == []
     # after the reconnect the sync delivers it again; now the key is there
     bob.contacts["alice"] = Contact(identities["alice"].public)
     await relay.deliver(data, sender="alice", seq=1)
     assert [e.text for e in drain(bob) if isinstance(e, MessageReceived)] == ["sent just before the relay died"]
-    assert bob._state.cursor == 1
+    assert bob.progress.cursor == 1

@@ -64,7 +64,7 @@ async def test_a_message_written_before_someone_joined_waits_for_its_author(make
 async def test_declined_or_not_held_a_grown_audience_never_gets_the_message(make_client, hold):
     alice, bob, carol = [await make_client(n) for n in ("alice", "bob", "carol")]
     conv = await alice.create_conversation("pair", ["bob"])
-    item = await alice._queue(conv, "not for carol", hold)
+    item = await alice.outgoing.queue(conv, "not for carol", hold)
     await bob.change_members(conv, add=["carol"])
     await carol.connect()
     await alice.connect()

@@ -1,9 +1,11 @@
 """The app and the connection: a client started while the relay is down logs in when it returns
 (it used to stay "refused (HTTP 403)" until restarted), a refused password is asked again in
-the app, Ctrl+R retries in every state, and the client log records state changes and refusals."""
+the app, Ctrl+R retries in every state (and never starts a second session), and the client log
+records state changes and refusals."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from textual.widgets import Input
@@ -82,6 +84,36 @@ async def test_a_refused_password_is_asked_again_in_the_app(make_client, relay, 
     refusals = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING and r.name == "e2ee.tui"]
     assert any(m.startswith("connection refused: login refused") for m in refusals)
     assert all(PASSWORD not in r.getMessage() and "wrong again" not in r.getMessage() for r in caplog.records)
+
+
+def session_tasks(username: str) -> list[str]:
+    """The running tasks that keep ``username``'s session: the supervisor, and each connection's
+    reader and timer (the timer sends acks and pings and renews the token in-band)."""
+    names = {f"session-{username}", f"ws-reader-{username}", f"ws-timer-{username}"}
+    return sorted(t.get_name() for t in asyncio.all_tasks() if not t.done() and t.get_name() in names)
+
+
+async def test_ctrl_r_after_a_refused_password_starts_one_session_not_two(make_client, relay, tmp_path):
+    alice = await make_client("alice")
+    await make_client("bob")
+    conv = await alice.create_conversation("pair", ["bob"])
+    await alice.close()
+    client = ChatClient(relay.url, "alice", tmp_path / "clients", kdf=FAST_KDF, backoff=(0.1, 0.5))
+    app = ChatApp(client, startup=login_startup("not the password", "alice passphrase", conv))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(lambda: screen_ready(app, PasswordScreen, focus="#relogin-password"))
+        assert session_tasks("alice") == []  # refused: nothing keeps a session or renews a token
+        await click_button(pilot, "#cancel")
+        await wait_until(lambda: app.screen is app.chat)
+        await pilot.press("ctrl+r")
+        await wait_until(lambda: screen_ready(app, PasswordScreen, focus="#relogin-password"))
+        app.screen.query_one("#relogin-password", Input).value = PASSWORD
+        await pilot.press("enter")
+        await wait_until(lambda: app.screen is app.chat and client.online and "online" in status(app), timeout=30)
+        await pilot.press("ctrl+r", "ctrl+r")  # online: each only skips a backoff wait that is not running
+        await pilot.pause()
+        assert session_tasks("alice") == ["session-alice", "ws-reader-alice", "ws-timer-alice"]
+        assert client.session.refreshes == 0  # the password's login, and no second token loop refreshing
 
 
 async def test_ctrl_r_reconnects_at_once_after_the_relay_returns(make_client, relay, tmp_path):

@@ -103,7 +103,7 @@ async def test_read_state_survives_a_restart(tmp_path, identities):
     again = ChatClient(client.server_url, "bob", tmp_path / "c", kdf=FAST_KDF)
     try:
         bundle = keystore.load_bundle(again.keystore_path, "bob passphrase")
-        await again._open_local(bundle, "bob passphrase")
+        await again.open_local(bundle, "bob passphrase")
         assert again.unread.get("conv-2") == 0
     finally:
         await again.close()

@@ -71,7 +71,7 @@ async def test_five_sigkills_lose_nothing_and_deliver_each_message_once(world):
         for e in received:
             by_sender.setdefault(e.sender, []).append(e.text)
         assert by_sender == {u: v for u, v in expected.items() if u != c.username}
-        assert c._state.missing == {}
+        assert c.progress.missing == {}
     stored = {c.username: sorted({e.seq for e in world.rec(c).of(MessageStored)}) for c in senders.values()}
     assert sum(len(v) for v in stored.values()) == MESSAGES
     assert db_count(relay) == MESSAGES  # stored once each, though some were sent twice around a kill

@@ -5,10 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from client_tui.core import ChatClient, ClientError, GapDetected, MessageReceived, MessageUnreadable
-from shared import frames
-
-MAX_SEQ = 2**53 - 1
+from client_tui.core import ChatClient, GapDetected, MessageReceived, MessageUnreadable
 
 
 async def next_message(client: ChatClient, timeout: float = 15) -> MessageReceived:
@@ -28,7 +25,7 @@ async def messages_of(client: ChatClient, conversation: str, limit: int = 200) -
 async def close_all(*clients: ChatClient) -> None:
     """Close clients that are still open (idempotent)."""
     for c in clients:
-        if not c._http.is_closed:
+        if not c.rest.http.is_closed:
             await c.close()
 
 
@@ -112,22 +109,11 @@ async def barrier(client: ChatClient, timeout: float = 30) -> None:
     An empty ``sync`` is answered after everything already queued on the connection (one
     queue per connection, in order), and the client handles frames one at a time.
     """
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        # After a relay restart the client may still be in its reconnect backoff, or in the
-        # middle of the sync its connect started: wait for both, then ask (a socket lost in
-        # between sends us around again).
-        while not (client.online and client._synced.is_set()):
-            if loop.time() > deadline:
-                raise AssertionError(f"{client.username} not online and synced in {timeout} s "
-                                     f"(state {client.state})")
-            await asyncio.sleep(0.01)
-        client._synced.clear()
-        try:
-            await client._send_frame(frames.Sync(after=MAX_SEQ))
+    try:
+        await client.settle(timeout)  # after a reconnect backoff and a running sync, if any
+    except TimeoutError:
+        raise AssertionError(f"{client.username} not online and synced in {timeout} s (state {client.state})") from None
+    for _ in range(100):  # a Recorder's task takes what the barrier let through (all at once, when it runs)
+        if client.events.empty():
             break
-        except ClientError as exc:
-            if exc.code != "offline":
-                raise
-    await client.wait_synced(max(0.1, deadline - loop.time()))
+        await asyncio.sleep(0)

@@ -60,5 +60,5 @@ class Hostile:
         if seq is None:
             self.seq += 1
             seq = self.seq
-        await self.client._on_frame(frames.Message(seq, conv or self.conv, sender, msgspec.Raw(data)))
+        await self.client._on_event(frames.Message(seq, conv or self.conv, sender, msgspec.Raw(data)))
         return seq

@@ -18,7 +18,7 @@ Rewrite = Callable[[str, str, dict | None, dict], dict]
 
 def lie(client: ChatClient, *rewrites: Rewrite) -> None:
     """Every relay answer ``client`` gets from now on passes through ``rewrites`` (in order)."""
-    real = client._request
+    real = client.rest.request
 
     async def served(method: str, path: str, body: dict | None = None, auth: bool = True) -> dict:
         answer = await real(method, path, body, auth)
@@ -26,13 +26,13 @@ def lie(client: ChatClient, *rewrites: Rewrite) -> None:
             answer = rewrite(method, path, body, copy.deepcopy(answer))
         return answer
 
-    client._request = served
+    client.rest.request = served
 
 
 def refuse(client: ChatClient, op: str) -> list[bool]:
     """The relay refuses (500) every statement of ``op`` that ``client`` posts while the returned
     switch holds True (``switch[0] = False`` lets them through again)."""
-    real, switch = client._request, [True]
+    real, switch = client.rest.request, [True]
 
     async def served(method: str, path: str, body: dict | None = None, auth: bool = True) -> dict:
         if switch[0] and method == "POST" and path.endswith("/log") and \
@@ -40,7 +40,7 @@ def refuse(client: ChatClient, op: str) -> list[bool]:
             raise ClientError("the relay refused it", code="internal_error", status=500)
         return await real(method, path, body, auth)
 
-    client._request = served
+    client.rest.request = served
     return switch
 
 

@@ -44,7 +44,7 @@ async def offline_client(root: Path, identities, *, me: str = "bob", url: str = 
     A long backoff keeps its reconnect attempts out of the way."""
     client = ChatClient(url, me, root, kdf=FAST_KDF, backoff=backoff)
     local_key = keystore.save(client.keystore_path, identities[me], f"{me} passphrase", FAST_KDF)
-    await client._open_local(keystore.KeyBundle(identities[me], local_key), f"{me} passphrase")
+    await client.open_local(keystore.KeyBundle(identities[me], local_key), f"{me} passphrase")
     for name in ("alice", "carol"):
         client.contacts[name] = Contact(identities[name].public)
     client.members["conv-1"] = ["alice", me, "carol"]

@@ -62,7 +62,7 @@ class World:
 
     async def close(self) -> None:
         for c in self.clients:
-            if not c._http.is_closed:
+            if not c.rest.http.is_closed:
                 with contextlib.suppress(Exception):
                     await c.close()
         for r in self.recorders.values():

@@ -93,11 +93,11 @@ async def test_a_legacy_raw_password_hash_opens_once_and_is_rehashed_normalised(
     alice = await world.client(relay, "alice", connect=False)
     set_relay_hash(relay, "alice", PasswordHasher(time_cost=1, memory_cost=8192, parallelism=1).hash(DECOMPOSED))
     with pytest.raises(ClientError) as err:
-        await alice._login(COMPOSED)  # the legacy hash is of the raw decomposed text only
+        await alice.rest.login(COMPOSED)  # the legacy hash is of the raw decomposed text only
     assert err.value.status == 401
-    await alice._login(DECOMPOSED)  # the raw form, once: accepted and upgraded
+    await alice.rest.login(DECOMPOSED)  # the raw form, once: accepted and upgraded
     assert PasswordHasher().verify(relay_hash(relay, "alice"), COMPOSED)
-    await alice._login(COMPOSED)  # from now on both forms open the account
+    await alice.rest.login(COMPOSED)  # from now on both forms open the account
     assert "password hash upgraded user=alice" in (relay.data_dir / "relay.log").read_text()
 
 
@@ -134,8 +134,8 @@ async def test_a_registration_answer_for_another_name_is_refused_and_makes_no_fo
         return httpx2.Response(201, json={"username": "../../evil", "wrap_kid": "x", "sign_kid": "y"})
 
     client = ChatClient("http://127.0.0.1:9", "alice", tmp_path / "profiles", kdf=FAST_KDF)
-    await client._http.aclose()
-    client._http = httpx2.AsyncClient(base_url=client.server_url, transport=httpx2.MockTransport(relay))
+    await client.rest.http.aclose()
+    client.rest.http = httpx2.AsyncClient(base_url=client.server_url, transport=httpx2.MockTransport(relay))
     with pytest.raises(KeyAnswerMismatch):
         await client.register(PASSWORD, "p", identity=identities["alice"])
     await client.close()

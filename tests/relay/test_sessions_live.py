@@ -96,7 +96,7 @@ async def test_logout_and_password_change_close_other_sessions_websockets_at_onc
         await ws.close()
         assert alice.online  # the session that changed the password lives on
         await ws_ping(alice)
-        assert await alice.session.end(alice._http) == 1  # now log out on this device
+        assert await alice.session.end(alice.rest.http) == 1  # now log out on this device
     await wait_until(lambda: alice.state == "refused")  # closed 4403; nothing to refresh, no password kept
     assert alice.last_close == (4403, "session ended (logged_out): log in again")
 

@@ -95,7 +95,7 @@ async def test_reordered_messages_show_as_a_gap_then_filled(world):
     assert rec.texts == ["m1", "m3", "m2", "m5", "m4"]  # as the relay delivered them
     assert rec.gaps == [("alice", (2,)), ("alice", (4,))]  # each late one was reported missing first
     assert len(attacks(relay, "reorder", to="bob")) == 2
-    assert bob._state.missing == {}  # both gaps filled by the late arrivals
+    assert bob.progress.missing == {}  # both gaps filled by the late arrivals
     assert [t for _, t, _ in await history(bob, conv)] == ["m1", "m2", "m3", "m4", "m5"]  # shown in seq order
 
 
@@ -113,7 +113,7 @@ async def test_dropped_messages_show_as_counter_gaps(world):
     await bob.close()
     bob2 = await world.client(relay, "bob", register=False)
     await barrier(bob2)
-    assert bob2._state.missing == {f"{conv}\x00alice": [3, 6]}
+    assert bob2.progress.missing == {f"{conv}\x00alice": [3, 6]}
     assert world.rec(bob2).gaps == [("alice", (3, 6))]
     assert db_count(relay) == 7  # the relay stored all seven: it only withheld two
 

@@ -92,7 +92,7 @@ async def test_an_epoch_claimed_by_an_envelope_no_member_signed_is_forgotten_at_
     head = alice.membership.head(conv)
     as_bob = Identity("bob", identities["mallory"].wrap_private, identities["mallory"].sign_private)
     forged = envelope.seal("no", as_bob, conv, [alice.identity.public], counter=1, epoch=7, head=head.hash)
-    await alice._on_frame(frames.Message(1, conv, "bob", msgspec.Raw(forged)))
+    await alice._on_event(frames.Message(1, conv, "bob", msgspec.Raw(forged)))
     with pytest.raises(MembershipWithheld):  # this session: an epoch 7 may exist
         await alice.recipients_for(conv)
     await alice.close()
@@ -240,7 +240,7 @@ async def test_a_forked_log_that_contradicts_the_sealed_head_is_never_sealed_to(
     assert again.membership._heads[conv] == {"ep": real.ep, "hash": real.hash}  # the fork is not remembered
     data = envelope.seal("from the fork", mallory.identity, conv, [c.identity.public for c in (alice, bob, mallory)],
                          counter=1, epoch=fork[-1].ep, head=fork[-1].hash)
-    await again._on_frame(frames.Message(1, conv, "mallory", msgspec.Raw(data)))
+    await again._on_event(frames.Message(1, conv, "mallory", msgspec.Raw(data)))
     assert [(r.state, r.reason) for r in await messages_of(again, conv)] == [("unreadable", "epoch_mismatch")]
 
 

@@ -1,0 +1,116 @@
+"""Becoming one account on this machine: register (make keys, publish them), log in (open the
+keystore), and open what is kept locally (trust store, history cache, cursor, counters, outbox).
+
+Key generation, Argon2id and SQLite run in worker threads. The keystore is written once, through
+:func:`client_tui.core.keystore.save_bundle` (mode 0600, atomic); a profile that existed before a
+registration is moved aside, never overwritten.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import time
+from typing import TYPE_CHECKING
+
+from shared.errors import ErrorCode, KeyAnswerMismatch
+from shared.keys import Identity
+
+from . import keystore, profiles
+from .events import LocalDataWarning
+from .history import History
+from .inbox import Progress
+
+if TYPE_CHECKING:
+    from .client import ChatClient
+
+log = logging.getLogger("e2ee.client")
+
+
+async def register(c: ChatClient, password: str, passphrase: str, bits: int, identity: Identity | None) -> Identity:
+    """See :meth:`ChatClient.register`."""
+    if not passphrase:
+        raise keystore.KeystoreError("a passphrase is required", field="passphrase")
+    if identity is None:
+        identity = await asyncio.to_thread(Identity.generate, c.username, bits)
+    pub = identity.public.to_json()
+    data = await c.rest.request("POST", "/v1/accounts", {
+        "username": c.username, "password": password, "wrap_key": pub["wrap_key"],
+        "sign_key": pub["sign_key"]}, auth=False)
+    if data.get("username") != c.username:  # the name is ours to decide, never the relay's
+        raise KeyAnswerMismatch(f"the relay registered {str(data.get('username'))[:40]!r}, "
+                                f"not {c.username!r}", field="username")
+    if c.profile.exists() and any(c.profile.iterdir()):
+        aside = c.profile.with_name(f"{c.username}.replaced-{int(time.time())}")
+        log.warning("a profile for %s existed; moved to %s", c.username, aside)
+        c.profile.rename(aside)
+    bundle = keystore.KeyBundle(identity, os.urandom(keystore.LOCAL_KEY_BYTES), (),
+                                os.urandom(keystore.LOCAL_KEY_BYTES))
+    await asyncio.to_thread(keystore.save_bundle, c.keystore_path, bundle, passphrase, c.kdf)
+    await open_local(c, bundle, passphrase, fresh=True)
+    await c.rest.login(password)
+    return identity
+
+
+async def login(c: ChatClient, password: str, passphrase: str) -> Identity:
+    """See :meth:`ChatClient.login`."""
+    if not c.keystore_path.exists():  # name the profiles this user has instead
+        raise profiles.missing_keystore(c.profile.parent.parent, c.server_url, c.username)
+    bundle = await asyncio.to_thread(keystore.load_bundle, c.keystore_path, passphrase)
+    await open_local(c, bundle, passphrase)
+    await c.rest.login(password)
+    await c._finish_rotation()  # a rotation published before its keystore save failed
+    assert c.identity is not None
+    return c.identity
+
+
+async def _open_history(c: ChatClient) -> History:
+    assert c.trust is not None
+    missing = not c.history_path.exists() and c.trust.history_made
+    history = await History.open(c.history_path, c._local_key)
+    lost = ("was damaged and set aside as " + history.set_aside.name if history.set_aside
+            else "is missing" if missing else "")
+    if lost:
+        text = (f"Your message history on this machine ({c.history_path.name}) {lost}. Messages are "
+                "fetched again from the relay; those it no longer keeps cannot be shown again.")
+        c.local_warnings.append(text)
+        await c.events.put(LocalDataWarning(text))
+    c.trust.history_made = True
+    return history
+
+
+async def open_local(c: ChatClient, bundle: keystore.KeyBundle, passphrase: str, *, fresh: bool = False) -> None:
+    """See :meth:`ChatClient.open_local`."""
+    had_trust_key = bool(bundle.trust_key) and not fresh
+    bundle = bundle.complete()
+    if bundle.upgrade:  # an older keystore: it gains its missing keys and the normalised passphrase form
+        await asyncio.to_thread(keystore.save_bundle, c.keystore_path, bundle, passphrase, c.kdf)
+    c.identity, c.retired = bundle.identity, bundle.retired
+    c._passphrase = passphrase
+    c._local_key = bundle.local_key
+    c._bundle = bundle
+    c._open_trust(bundle.trust_key, existed=had_trust_key)
+    profiles.remember(c.profile, c.server_url)
+    c.membership.load()  # the verified heads, kept in the trust store
+    if c.history is None:
+        c.history = await _open_history(c)
+    meta = await c.history.meta()
+    legacy = c.profile / "state.json"
+    if not meta and legacy.exists():  # cursor and counters of an older client
+        doc = json.loads(legacy.read_text())
+        meta = {"cursor": doc.get("cursor", 0), "counters": doc.get("counters", {})}
+    c.progress = Progress.from_meta(meta)
+    c.inbox.seen = await c.history.seen()
+    c._pos = max(float(c.progress.cursor), await c.history.max_pos())
+    for conv in await c.history.conversations():
+        c.titles[conv["id"]] = conv["title"]
+        c.members[conv["id"]] = conv["members"]
+        c.unread[conv["id"]] = conv["unread"]
+        if not conv["active"]:
+            c.inactive.add(conv["id"])
+    c.outgoing.restore(await c.history.outbox())
+    c._save_state()
+    # sealed to keys this session has
+    await c._retry_unreadable((ErrorCode.NOT_A_RECIPIENT, ErrorCode.UNWRAP_FAILED))
