@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import platformdirs
@@ -41,6 +42,7 @@ from shared.session import (
     SyncProgress,
 )
 
+from .. import session_socket
 from . import account, keystore, membership_ops, profiles, transport
 from .connection import Connection
 from .contacts import Contacts
@@ -188,7 +190,7 @@ class ChatClient(Contacts, Rotation):
         """Reload my conversations and verify each membership log that moved: ``{id: [members]}``."""
         return await membership_ops.refresh(self.membership)
 
-    async def change_members(self, conversation: str, add: list[str] = (), remove: list[str] = ()) -> list[str]:
+    async def change_members(self, conversation: str, add: Sequence[str] = (), remove: Sequence[str] = ()) -> list[str]:
         """Add or remove members with signed statements; returns the members after.
 
         Raises:
@@ -221,7 +223,8 @@ class ChatClient(Contacts, Rotation):
     # -- the connection -------------------------------------------------------------------------------
     @property
     def ws_url(self) -> str:
-        return self.server_url.replace("http", "ws", 1) + "/v1/ws"
+        """The relay's websocket endpoint (``ws://`` or ``wss://`` ... ``/v1/ws``)."""
+        return session_socket.ws_url(self.server_url)
 
     @property
     def online(self) -> bool:

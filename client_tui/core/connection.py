@@ -66,7 +66,7 @@ class Connection:
         await c.rest.login_if_pending()  # started while the relay was down
         token = await c.rest.socket_token()  # no session at all: the relay refuses the upgrade (403)
         await c._set_state(ConnState.CONNECTING, c.server_url)
-        link = await Link.dial(c.ws_url, username=c.username, token=token, tls=c.tls, handler=c._on_event,
+        link = await Link.dial(c.server_url, username=c.username, token=token, tls=c.tls, handler=c._on_event,
                                renewer=c.rest.renewal_token, clock=c.session.clock)
         c.hello = link.opened.hello
         self.link = link
@@ -131,11 +131,12 @@ class Connection:
                     return
                 continue
             except (ClientError, OSError) as exc:
+                why = getattr(exc, "message", str(exc))
                 if getattr(exc, "status", None) in (401, 403):  # the password itself was refused
-                    return await self._refused(f"login refused: {exc.message}")
+                    return await self._refused(f"login refused: {why}")
                 delay = self._delay(attempt)
                 attempt += 1
-                await self.c._set_state(ConnState.OFFLINE, getattr(exc, "message", str(exc)), retry_in=delay)
+                await self.c._set_state(ConnState.OFFLINE, why, retry_in=delay)
                 await self._wait(delay)
                 continue
             relogged = False

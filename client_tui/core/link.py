@@ -2,12 +2,15 @@
 
 Every decision about frames -- hello and the level check (no silent downgrade), ready, the paged
 sync that holds live messages until it caught up, ack batching, ping nonces, when a token is due
-for in-band renewal -- is :class:`shared.session.ClientProtocol`'s. A :class:`Link` only moves
-bytes and keeps time: a reader task feeds each frame to ``receive_frame`` and hands the events to
-the client core, in order, one at a time; a timer task calls ``on_timer`` when ``next_deadline``
-passes; every write drains ``frames_to_send`` under one lock, so frames leave in the order the
-protocol queued them. When the socket closes, ``connection_lost`` ends the session and its
-:class:`~shared.session.Closed` event (with the sends left unanswered) is the handler's last.
+for in-band renewal -- is :class:`shared.session.ClientProtocol`'s. The socket is opened, the
+handshake run and queued frames written by :class:`client_tui.session_socket.SessionSocket` (the
+level client, the bench client and the load generator use it too). A :class:`Link` adds what the
+product needs around it: the relay's refusals as the core's errors; a reader task that feeds each
+frame to ``receive_frame`` and hands the events to the client core, in order, one at a time; a
+timer task that calls ``on_timer`` when ``next_deadline`` passes (acks, pings and the token's
+renewal go on while a message is being opened); one lock around every write, so frames leave in
+the order the protocol queued them. When the socket closes, ``connection_lost`` ends the session
+and its :class:`~shared.session.Closed` event (with the sends left unanswered) is the handler's last.
 """
 
 from __future__ import annotations
@@ -18,9 +21,9 @@ import logging
 import ssl
 from collections.abc import Awaitable, Callable
 
-from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 
+from client_tui.session_socket import MAX_FRAME_BYTES, SessionSocket, ws_url
 from shared.errors import (
     AuthFailed,
     DowngradeRefused,
@@ -39,7 +42,6 @@ log = logging.getLogger("e2ee.client")
 REQUIRED_LEVEL = 4
 PING_EVERY_S = 15.0
 ACK_DELAY_S = 0.05
-MAX_FRAME_BYTES = 2 * 1024 * 1024
 OPEN_TIMEOUT_S = 10.0
 
 Handler = Callable[[ClientEvent], Awaitable[None]]
@@ -59,24 +61,24 @@ class Link:
         reader: the task reading frames (done when the connection is gone).
     """
 
-    def __init__(self, ws: ClientConnection, protocol: ClientProtocol, opened: Opened, handler: Handler,
-                 renewer: Renewer) -> None:
-        self.ws, self.protocol, self.opened = ws, protocol, opened
+    def __init__(self, sock: SessionSocket, opened: Opened, handler: Handler, renewer: Renewer) -> None:
+        self.sock, self.ws, self.protocol, self.opened = sock, sock.ws, sock.protocol, opened
         self._handler, self._renewer = handler, renewer
         self._write_lock = asyncio.Lock()
         self._wake = asyncio.Event()
         self._lost = False
-        self._token = protocol.token
+        self._token = self.protocol.token
         self.reader: asyncio.Task | None = None
         self._timer: asyncio.Task | None = None
         self._renewal: asyncio.Task | None = None
 
     # -- opening -----------------------------------------------------------------------------------
     @classmethod
-    async def dial(cls, url: str, *, username: str, token: str, tls: ssl.SSLContext, handler: Handler,
+    async def dial(cls, server_url: str, *, username: str, token: str, tls: ssl.SSLContext, handler: Handler,
                    renewer: Renewer, clock: Callable[[], float]) -> Link:
-        """Open the websocket at ``url`` (token in the upgrade's Authorization header, never in the
-        URL) and run the handshake up to ``ready``.
+        """Open the websocket of the relay at ``server_url`` (token in the upgrade's Authorization
+        header, never in the URL) and run the handshake up to ``ready``
+        (:meth:`client_tui.session_socket.SessionSocket.open`).
 
         Raises:
             DowngradeRefused: the relay announced a level below 4.
@@ -87,9 +89,8 @@ class Link:
         protocol = ClientProtocol(username, level=REQUIRED_LEVEL, token=token, ping_every=PING_EVERY_S,
                                   ack_delay=ACK_DELAY_S, renew=True, clock=clock)
         try:
-            ws = await connect(url, additional_headers=protocol.handshake_headers(), compression=None,
-                               max_size=MAX_FRAME_BYTES, open_timeout=OPEN_TIMEOUT_S,
-                               ssl=tls if url.startswith("wss:") else None)
+            sock, opened = await SessionSocket.open(server_url, protocol, ssl=tls, max_size=MAX_FRAME_BYTES,
+                                                    open_timeout=OPEN_TIMEOUT_S)
         except InvalidStatus as exc:
             status = exc.response.status_code
             if status in (401, 403):
@@ -97,30 +98,17 @@ class Link:
             raise ClientError(f"websocket refused with HTTP {status}", code=ErrorCode.UNREACHABLE,
                               status=status) from None
         except (OSError, InvalidHandshake, TimeoutError) as exc:
-            raise ClientError(transport.describe_failure(exc, url), code=ErrorCode.UNREACHABLE) from None
-        try:
-            opened = None
-            while opened is None:
-                events = protocol.receive_frame(await ws.recv())
-                for data in protocol.frames_to_send():
-                    await ws.send(data.decode())
-                opened = next((e for e in events if isinstance(e, Opened)), None)
-        except ConnectionClosed as exc:
-            await ws.close()
+            raise ClientError(transport.describe_failure(exc, ws_url(server_url)), code=ErrorCode.UNREACHABLE) from None
+        except ConnectionClosed as exc:  # closed before ready
             code = exc.rcvd.code if exc.rcvd else None
             if code == CloseCode.AUTH_REFUSED:
                 raise AuthFailed("the relay refused the token") from None
             raise ClientError(f"relay closed the connection ({code})", code=ErrorCode.UNREACHABLE) from None
         except (DowngradeRefused, AuthFailed):
-            await ws.close()
             raise
         except E2EEError as exc:  # ProtocolViolation, LevelMismatch, FrameInvalid: not a relay we can talk to
-            await ws.close()
             raise ClientError(exc.message, code=ErrorCode.PROTOCOL, field=exc.field) from None
-        except BaseException:
-            await ws.close()
-            raise
-        return cls(ws, protocol, opened, handler, renewer)
+        return cls(sock, opened, handler, renewer)
 
     def start(self, after: int) -> None:
         """Ask for every message after the cursor ``after`` and start the reader and the timer
@@ -148,16 +136,15 @@ class Link:
             ClientError: ``offline`` (the socket is gone; the reader ends the session).
         """
         async with self._write_lock:
-            for data in self.protocol.frames_to_send():
-                if self._lost:
-                    raise _offline()
-                try:
-                    await self.ws.send(data.decode())
-                except ConnectionClosed:
-                    # Nobody may use this socket again: a loop retrying on it would never yield to
-                    # the reader, which ends the session when it next runs.
-                    self._lost = True
-                    raise _offline() from None
+            if self._lost:
+                raise _offline()
+            try:
+                await self.sock.flush()
+            except ConnectionClosed:
+                # Nobody may use this socket again: a loop retrying on it would never yield to
+                # the reader, which ends the session when it next runs.
+                self._lost = True
+                raise _offline() from None
         self._wake.set()  # a call before this one may have moved the next deadline
 
     async def send(self, conversation: str, envelope: bytes, mid: str) -> None:

@@ -50,6 +50,11 @@ class Outgoing:
     reseals: int = 0
 
 
+def _detail(exc: ClientError) -> dict:
+    """The relay's ``detail`` object of an error answer (empty if it sent none)."""
+    return exc.detail if isinstance(exc.detail, dict) else {}
+
+
 def _consume(fut: asyncio.Future) -> None:
     """Retrieve an outbox future's exception so that nobody waiting on it is not an error."""
     if not fut.cancelled():
@@ -244,7 +249,7 @@ class Outbox:
             if exc.code == ErrorCode.OFFLINE:
                 return False  # sent again after the reconnect
             if exc.code == ErrorCode.RATE_LIMITED and item.hold:
-                await asyncio.sleep(float((exc.detail or {}).get("retry_after", 1.0)))
+                await asyncio.sleep(float(_detail(exc).get("retry_after", 1.0)))
             elif exc.code in (ErrorCode.RECIPIENTS_MISMATCH, ErrorCode.EPOCH_STALE) and item.reseals < MAX_RESEALS:
                 await self._reseal(item, exc)
             else:
@@ -283,7 +288,7 @@ class Outbox:
         c = self.c
         try:
             await c.refresh_conversations()
-            for user in (exc.detail or {}).get("missing", []):
+            for user in _detail(exc).get("missing", []):
                 with contextlib.suppress(ClientError):
                     await c.fetch_keys(user)
             await self.seal(item, await c.recipients_for(item.record.conversation))
