@@ -41,7 +41,7 @@ class AudienceScreen(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         rec = self.record
         written = rec.info.get("audience", {})
-        waiting = len(self.client.membership.waiting(rec.conversation)) or 1
+        waiting = len(self.client.outgoing.waiting(rec.conversation)) or 1
         text = one_line(rec.text or "")
         preview = text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS - 1] + "…"
         with Vertical(classes="dialog"):
@@ -69,11 +69,11 @@ class AudienceScreen(ModalScreen[str | None]):
 
     @work(exclusive=True)
     async def _decide(self, choice: str) -> None:
-        ms = self.client.membership
+        outbox = self.client.outgoing
         if choice == "send":
-            await ms.approve(self.record.conversation, self.shown)
+            await outbox.approve(self.record.conversation, self.shown)
         else:
-            await ms.decline(self.record.conversation)
+            await outbox.decline(self.record.conversation)
         self.dismiss(choice)
 
 
@@ -86,7 +86,7 @@ def ask(screen, record: Record) -> None:
 
     def done(_choice) -> None:
         asked.discard(record.conversation)
-        still = screen.client.membership.waiting(record.conversation)  # someone joined while it was open
+        still = screen.client.outgoing.waiting(record.conversation)  # someone joined while it was open
         if _choice == "send" and still:
             ask(screen, still[0].record)
 

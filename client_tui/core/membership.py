@@ -49,7 +49,7 @@ from shared.membership_chain import Chain, check_audience, check_continuity
 
 from . import member_keys
 from . import membership_lines as lines
-from .errors import NOT_ANSWERED, AudienceGrew, ClientError, KeyChangeBlocked, LogUnavailable
+from .errors import NOT_ANSWERED, ClientError, KeyChangeBlocked, LogUnavailable
 from .events import RecordChanged
 from .member_keys import Audience
 
@@ -448,32 +448,6 @@ class Membership:
         except E2EEError:
             pass
         return False
-
-    async def approve(self, cid: str, newcomers: list[str] | None = None) -> int:
-        """The user agrees to send the messages waiting in ``cid`` to ``newcomers`` too - the names
-        they were shown (None: the current members); returns how many were waiting. Anyone who
-        joined beyond them is asked about again (the message waits: ``audience_grew``)."""
-        waiting = self.waiting(cid)
-        head = self.head(cid)
-        agreed = newcomers if newcomers is not None else list(head.usernames) if head else []
-        for item in waiting:
-            written = item.record.info.get("audience", {}).get("members", [])
-            item.record.info["audience"] = {"ep": head.ep if head else -1, "members": sorted({*written, *agreed})}
-        await self.client.outgoing.unblock()
-        return len(waiting)
-
-    async def decline(self, cid: str) -> int:
-        """The user does not send the messages waiting in ``cid`` to the newcomers: they are
-        marked not sent (the text stays in the history); returns how many."""
-        waiting = self.waiting(cid)
-        for item in waiting:
-            await self.client.outgoing.fail(item, AudienceGrew("not sent: you chose not to send it to the new members"))
-        return len(waiting)
-
-    def waiting(self, cid: str) -> list:
-        """My messages in ``cid`` waiting for my decision on a larger audience, oldest first."""
-        return [i for i in self.client.outgoing.items
-                if i.record.conversation == cid and i.record.reason == ErrorCode.AUDIENCE_GREW]
 
 
 def _claim(text: str) -> Statement | None:

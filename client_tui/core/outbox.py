@@ -6,7 +6,9 @@ cache holds it) and is sent again after each reconnect with the same envelope, w
 stores once. One message is in flight at a time per connection. The relay's answers decide the
 rest: ``rate_limited`` waits and sends again, ``recipients_mismatch``/``epoch_stale`` reload the
 members and seal again (same counter, at most :data:`MAX_RESEALS` times), a key change found on
-sending keeps the message ``blocked`` until the user decides; anything else fails it.
+sending keeps the message ``blocked`` until the user decides; anything else fails it. A message
+written before members joined waits (``audience_grew``) until its author approves the larger
+audience or declines (:meth:`Outbox.approve`, :meth:`Outbox.decline`).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from shared.errors import E2EEError, EnvelopeTooLarge, ErrorCode
 from shared.session import CloseCode
 
 from . import measure
-from .errors import NOT_ANSWERED, ClientError, KeyChangeBlocked
+from .errors import NOT_ANSWERED, AudienceGrew, ClientError, KeyChangeBlocked
 from .events import MessageStored, RecordChanged, Sent
 from .history import Record, RecordState, now_ms
 from .membership import Audience
@@ -355,6 +357,33 @@ class Outbox:
         if not item.done.done():
             item.done.set_result(Sent(rec.mid or "", seq))
         self.wake.set()
+
+    # -- a larger audience: the author decides ---------------------------------------------------
+    async def approve(self, cid: str, newcomers: list[str] | None = None) -> int:
+        """The user agrees to send the messages waiting in ``cid`` to ``newcomers`` too - the names
+        they were shown (None: the current members); returns how many were waiting. Anyone who
+        joined beyond them is asked about again (the message waits: ``audience_grew``)."""
+        waiting = self.waiting(cid)
+        head = self.c.membership.head(cid)
+        agreed = newcomers if newcomers is not None else list(head.usernames) if head else []
+        for item in waiting:
+            written = item.record.info.get("audience", {}).get("members", [])
+            item.record.info["audience"] = {"ep": head.ep if head else -1, "members": sorted({*written, *agreed})}
+        await self.unblock()
+        return len(waiting)
+
+    async def decline(self, cid: str) -> int:
+        """The user does not send the messages waiting in ``cid`` to the newcomers: they are
+        marked not sent (the text stays in the history); returns how many."""
+        waiting = self.waiting(cid)
+        for item in waiting:
+            await self.fail(item, AudienceGrew("not sent: you chose not to send it to the new members"))
+        return len(waiting)
+
+    def waiting(self, cid: str) -> list[Outgoing]:
+        """My messages in ``cid`` waiting for my decision on a larger audience, oldest first."""
+        return [i for i in self.items
+                if i.record.conversation == cid and i.record.reason == ErrorCode.AUDIENCE_GREW]
 
     @property
     def records(self) -> list[Record]:

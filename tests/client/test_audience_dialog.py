@@ -26,9 +26,9 @@ async def test_the_author_is_asked_and_only_then_the_newcomer_gets_it(make_clien
         question = str(app.screen.query_one("#audience-question").render())
         assert question.startswith("“[b]for bob[/b] ␛[31m only” was written for alice, bob. Since then dave joined")
         assert alive(app)
-        assert [i.record.lid for i in alice.membership.waiting(conv)] == [rec.lid]
+        assert [i.record.lid for i in alice.outgoing.waiting(conv)] == [rec.lid]
         await click_button(pilot, "#send")
         await wait_until(lambda: app.screen is app.chat)
         got = await next_message(dave)
         assert (got.text, got.sender) == (text, "alice")
-        assert alice.membership.waiting(conv) == []
+        assert alice.outgoing.waiting(conv) == []

@@ -47,13 +47,13 @@ async def test_a_message_written_before_someone_joined_waits_for_its_author(make
     await alice.connect()  # the relay refuses the envelope (epoch_stale); resealing would reach dave: it waits
     blocked = await record_state(alice, rec.lid, "blocked")
     assert (blocked.reason, blocked.info["audience"]["members"]) == ("audience_grew", ["alice", "bob"])
-    assert [i.record.lid for i in alice.membership.waiting(conv)] == [rec.lid]
+    assert [i.record.lid for i in alice.outgoing.waiting(conv)] == [rec.lid]
     await bob.connect()
     await bob.wait_synced()
     await dave.wait_synced()
     assert await texts_of(dave, conv) == [] and await texts_of(bob, conv) == []  # nothing was sent to anyone
     assert ("bob", "added dave · epoch 1, signature verified") in await lines(alice, conv)
-    assert await alice.membership.approve(conv) == 1  # the author agrees: sealed to epoch 1, dave included
+    assert await alice.outgoing.approve(conv) == 1  # the author agrees: sealed to epoch 1, dave included
     stored = await record_state(alice, rec.lid, "stored")
     assert stored.info["recipients"] == ["alice", "bob", "dave"]
     got = await next_message(dave)
@@ -70,7 +70,7 @@ async def test_declined_or_not_held_a_grown_audience_never_gets_the_message(make
     await alice.connect()
     if hold:
         await record_state(alice, item.record.lid, "blocked")
-        assert await alice.membership.decline(conv) == 1
+        assert await alice.outgoing.decline(conv) == 1
         failed = await record_state(alice, item.record.lid, "failed")
         assert failed.reason == "audience_grew"
     else:  # e2ee-chat send: the message fails with its own code, never sealed to carol
@@ -80,7 +80,7 @@ async def test_declined_or_not_held_a_grown_audience_never_gets_the_message(make
         assert commands.fail(err.value) == commands.EXIT_AUDIENCE == 4
     await carol.wait_synced()
     assert await texts_of(carol, conv) == []
-    assert alice.membership.waiting(conv) == []
+    assert alice.outgoing.waiting(conv) == []
 
 
 async def test_every_change_is_a_line_naming_its_actor_verified(make_client):
