@@ -8,9 +8,13 @@ import logging
 import os
 import socket
 import sys
+from typing import TYPE_CHECKING, Any
 
 from . import __version__
 from .settings import Settings, hostile_tooling
+
+if TYPE_CHECKING:  # uvicorn is imported when a relay is built
+    import uvicorn
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -89,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def relay_server(settings: Settings, log_config: dict | None = None):
+def relay_server(settings: Settings, log_config: dict[str, Any] | None = None) -> uvicorn.Server:
     """The relay app (with ``--hostile``'s wrapper when set) in a ``uvicorn.Server`` configured as
     ``e2ee-relay serve`` runs it: websockets closed by the relay with 1001 before uvicorn's own
     shutdown, no per-message deflate, no proxy headers except through ``trusted_proxies``.

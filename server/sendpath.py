@@ -25,10 +25,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from shared import envelope, frames, plain
-from shared.errors import ConversationMismatch, E2EEError, Forbidden, SenderMismatch
+from shared.errors import ConversationMismatch, E2EEError, SenderMismatch
 
 from . import membership, queries, store
 from .db import Sessions
+from .heads import HeadCache
 from .hub import Connection, Hub
 from .levels import LevelPolicy
 from .limits import RateLimiter
@@ -80,9 +81,7 @@ class SendPath:
         self.writer = writer
         self.hub = Hub()
         self.metrics = Metrics()
-        self._member_cache: dict[str, tuple[float, membership.Head]] = {}
-        self._member_loading: dict[str, asyncio.Future[membership.Head]] = {}
-        self._member_generation = 0
+        self.heads = HeadCache(sessions)
         self.broker: RedisBroker | None = None  # set by the app when --broker is given
         self.sends = RateLimiter("sends", settings.rate_sends_per_s, settings.rate_sends_burst)
         self.ordered = not settings.db_url.startswith("sqlite")  # shared database: pulled delivery
@@ -152,29 +151,17 @@ class SendPath:
         return await self._commit(user, user_id, m.cid, m.mid, raw, head.members, exclude, t0)
 
     async def _members(self, conversation: str, user_id: int) -> membership.Head:
-        """The membership head of ``conversation`` (epoch, hash, members with their bound wrap key
-        ids), from a cache that this relay clears when the log changes and, on a shared database
-        (not SQLite), that expires after ``member_cache_s`` (the bound on staleness when several
-        relays share it).
+        """The membership head of ``conversation`` from :class:`server.heads.HeadCache`. Alone on
+        its SQLite file this relay sees every change and drops the entry itself; on a shared
+        database other relays' changes come as broker notes that may be lost, so entries expire
+        after ``member_cache_s``.
 
         Raises:
-            Forbidden: ``user_id`` is not one of them.
+            Forbidden: ``user_id`` is not one of its members.
         """
-        now = time.monotonic()
-        hit = self._member_cache.get(conversation)
-        if hit is not None and hit[0] > now:
-            head = hit[1]
-        else:
-            loading = self._member_loading.get(conversation)
-            if loading is None:  # one query per conversation, however many sends wait for it
-                loading = self._member_loading[conversation] = asyncio.ensure_future(self._load_members(conversation))
-                loading.add_done_callback(
-                    lambda f: self._member_loading.pop(conversation, None) if self._member_loading.get(
-                        conversation) is f else None)
-            head = await asyncio.shield(loading)
-        if not any(m.user_id == user_id for m in head.members):
-            raise Forbidden("not a member of this conversation", field="conversation")
-        return head
+        alone = self.broker is None and self.settings.db_url.startswith("sqlite")
+        ttl_s = float("inf") if alone else self.settings.member_cache_s
+        return await self.heads.member_head(conversation, user_id, ttl_s)
 
     async def _commit(self, user: str, user_id: int, cid: str, mid: str, raw: bytes,
                       members: list[membership.MemberKey], exclude: Connection | None, t0: float) -> frames.Stored:
@@ -226,30 +213,10 @@ class SendPath:
                 n += conn.enqueue(data(conn) if callable(data) else data)
         return n
 
-    async def _load_members(self, conversation: str) -> membership.Head:
-        generation = self._member_generation
-        async with self.sessions() as session:
-            head = await membership.load_head(session, conversation)
-        if generation == self._member_generation:  # not invalidated while the query ran
-            if len(self._member_cache) >= 50_000:
-                self._member_cache.clear()
-            # Alone on its SQLite file this relay sees every change and drops the entry itself;
-            # on a shared database, other relays' changes come as broker notes that may be lost.
-            alone = self.broker is None and self.settings.db_url.startswith("sqlite")
-            ttl = float("inf") if alone else self.settings.member_cache_s
-            self._member_cache[conversation] = (time.monotonic() + ttl, head)
-        return head
-
     def forget_members(self, conversation: str | None = None, publish: bool = True) -> None:
         """Drop cached member lists: one conversation's, or all (after a key rotation); other
         relays are told through the broker unless ``publish`` is False."""
-        self._member_generation += 1
-        if conversation is None:
-            self._member_cache.clear()
-            self._member_loading.clear()
-        else:
-            self._member_cache.pop(conversation, None)
-            self._member_loading.pop(conversation, None)
+        self.heads.forget(conversation)
         if publish and self.broker is not None:
             self.broker.publish_forget(conversation)
 
