@@ -7,7 +7,7 @@ import asyncio
 from alembic import context
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from server.db import Base
+from server.models import Base
 
 config = context.config
 target_metadata = Base.metadata

@@ -20,7 +20,7 @@ from shared.errors import (
 from shared.names import canonical_username
 
 from . import queries, store
-from .db import UserKey
+from .models import UserKey
 from .web import State
 from .web import claims_of as _claims
 from .web import client_address as _peer

@@ -37,7 +37,7 @@ from shared.keys import load_signing_public_key
 from shared.membership import Statement
 from shared.membership_chain import verify_next
 
-from .db import Conversation, Member, MembershipStatement, User, UserKey
+from .models import Conversation, Member, MembershipStatement, User, UserKey
 from .store import now_ms
 
 

@@ -1,4 +1,4 @@
-"""Reads: the relay's queries over the models (:mod:`server.db`), each on a short async session
+"""Reads: the relay's queries over the models (:mod:`server.models`), each on a short async session
 of its caller (``async with sessions() as session``). Writes are :mod:`server.store`'s ops, run by
 the single writer (:mod:`server.writer`).
 """
@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from shared.errors import NotFound
 
-from .db import Conversation, Delivery, Member, Message, User, UserKey
+from .models import Conversation, Delivery, Member, Message, User, UserKey
 
 
 async def get_user(session: AsyncSession, username: str) -> User | None:

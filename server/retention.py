@@ -31,7 +31,7 @@ from typing import Any, cast
 from sqlalchemy import CursorResult, and_, delete, exists, or_, select, text
 from sqlalchemy.orm import Session
 
-from .db import Delivery, LoginSession, Message
+from .models import Delivery, LoginSession, Message
 from .settings import Settings
 from .store import now_ms
 from .writer import Writer

@@ -21,7 +21,7 @@ from shared.errors import AuthFailed, InvalidRequest, NotFound
 from shared.names import canonical_username
 
 from . import queries, session_store, store
-from .db import User
+from .models import User
 from .session_store import Outcome
 from .sessions import session_ended
 from .web import State, claims_of, client_address, json_response, read_body, state

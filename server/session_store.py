@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 from shared.b64 import b64u_decode, b64u_encode
 from shared.errors import AuthFailed, E2EEError
 
-from .db import LoginSession, User
+from .models import LoginSession, User
 from .store import now_ms
 
 SECRET_BYTES = 32

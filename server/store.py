@@ -1,4 +1,4 @@
-"""Writes: the relay's write ops over the models (:mod:`server.db`), plain functions of a sync
+"""Writes: the relay's write ops over the models (:mod:`server.models`), plain functions of a sync
 ``Session`` that go through the single writer (:class:`server.writer.Writer`, group commit), and
 the message insert of the hot path. Reads are :mod:`server.queries`.
 """
@@ -20,7 +20,7 @@ from sqlalchemy.sql.elements import ClauseElement
 
 from shared.errors import Conflict
 
-from .db import Delivery, Message, User, UserKey
+from .models import Delivery, Message, User, UserKey
 
 log = logging.getLogger("e2ee.relay.store")
 T = TypeVar("T")

@@ -8,8 +8,8 @@ import secrets
 from sqlalchemy import func, select
 
 from server import db, store
-from server.db import Conversation, Member, User
 from server.migrate import upgrade
+from server.models import Conversation, Member, User
 from server.writer import Writer
 
 

@@ -12,7 +12,7 @@ import time
 from sqlalchemy import select, update
 
 from server import queries, store
-from server.db import Delivery, Message
+from server.models import Delivery, Message
 from server.retention import DAY_MS, Retention, delete_batch
 from server.settings import Settings
 from tests.helpers.writing import count, new

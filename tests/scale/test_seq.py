@@ -12,8 +12,8 @@ import pytest
 from sqlalchemy import func, select, text
 
 from server import db, queries, store
-from server.db import Message
 from server.migrate import upgrade
+from server.models import Message
 from server.retention import delete_batch
 from server.writer import Writer
 from tests.helpers.scale import fresh_pg_url

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from sqlalchemy import select
 
-from server.db import Delivery, Message
+from server.models import Delivery, Message
 from shared.errors import E2EEError
 from tests.helpers.writing import count, new, writer_on
 
