@@ -39,10 +39,12 @@ log = logging.getLogger("e2ee.relay.http")
 
 # -- handlers --------------------------------------------------------------------------------------
 async def healthz(request: Request) -> Response:
+    """``{"ok": true, "level"}``: the relay answers."""
     return _json({"ok": True, "level": _state(request).settings.level})
 
 
 async def websocket(ws: WebSocket) -> None:
+    """``/v1/ws``: :meth:`server.relay.Relay.serve`."""
     await _state(ws).relay.serve(ws)
 
 

@@ -123,10 +123,12 @@ class RedisBroker:
         self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
+        """Start the subscription and the publisher (they reconnect with backoff)."""
         self._tasks = [asyncio.create_task(self._subscribe(), name="broker-sub"),
                        asyncio.create_task(self._publish_loop(), name="broker-pub")]
 
     async def stop(self) -> None:
+        """Stop both tasks; notes still in the outbox are dropped."""
         for t in self._tasks:
             t.cancel()
         for t in self._tasks:
@@ -139,6 +141,7 @@ class RedisBroker:
         self._put(Note("msg", self.relay_id, seq=seq, u=user_ids))
 
     def publish_event(self, user_ids: list[int], event: frames.Event) -> None:
+        """Tell the other relays to send ``event`` to the connections of ``user_ids`` they hold."""
         self._put(Note("event", self.relay_id, u=user_ids, e=event))
 
     def publish_revoke(self, sids: list[str], reason: str) -> None:
@@ -147,6 +150,7 @@ class RedisBroker:
         self._put(Note("revoke", self.relay_id, s=sids, why=reason))
 
     def publish_forget(self, conversation: str | None) -> None:
+        """Tell the other relays to drop their cached head of ``conversation`` (None: all of them)."""
         self._put(Note("forget", self.relay_id, c=conversation))
 
     def _put(self, note: Note) -> None:

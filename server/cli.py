@@ -38,6 +38,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``e2ee-relay``: parse ``argv`` (``sys.argv[1:]`` if None) and run the command; the exit status."""
     args = vars(_parser().parse_args(argv))
     command = args.pop("command")
     try:

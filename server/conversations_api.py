@@ -101,6 +101,7 @@ async def post_message(request: Request) -> Response:
 
 
 async def list_conversations(request: Request) -> Response:
+    """The caller's conversations: ``{"conversations": [{"id", "title", "members", "epoch", "head"}]}``."""
     claims = _claims(request)
     st = _state(request)
     async with st.sessions() as session:

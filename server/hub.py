@@ -87,9 +87,11 @@ class Hub:
         self._conns: dict[int, set[Connection]] = {}
 
     def add(self, conn: Connection) -> None:
+        """An authenticated connection joins its user's."""
         self._conns.setdefault(conn.user_id, set()).add(conn)
 
     def remove(self, conn: Connection) -> None:
+        """A closed connection leaves (no-op if it is not here)."""
         conns = self._conns.get(conn.user_id)
         if conns:
             conns.discard(conn)
@@ -112,7 +114,9 @@ class Hub:
         return list(self._conns.get(user_id, ()))
 
     def online(self, user_id: int) -> bool:
+        """Whether ``user_id`` has a connection on this relay."""
         return user_id in self._conns
 
     def all(self) -> list[Connection]:
+        """Every connection on this relay."""
         return [c for conns in self._conns.values() for c in conns]

@@ -65,6 +65,8 @@ async def relay_key(request: Request) -> Response:
 
 
 async def register(request: Request) -> Response:
+    """Create an account with its first keys: ``{"username", "password", "wrap_key", "sign_key"}``
+    (keys as b64url SPKI DER) -> 201 ``{"username", "wrap_kid", "sign_kid"}``."""
     st = _state(request)
     st.limits.registrations.check(_peer(request))
     body = await _body(request, RegisterBody)

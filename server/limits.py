@@ -113,11 +113,15 @@ class Lockout:
                                   "or from an address that logged in before", field="password", retry_after=retry)
 
     def failed(self, username: str, address: str) -> None:
+        """Count a wrong password for ``username`` from ``address`` (per user only from an address
+        that never logged in as that user)."""
         self.pairs.take(f"{username}\x00{address}")
         if address not in self._known.get(username, ()):
             self.users.take(username)
 
     def succeeded(self, username: str, address: str) -> None:
+        """A login of ``username`` from ``address``: its pair count is cleared and the address is
+        remembered as one the user logs in from."""
         self.pairs.forget(f"{username}\x00{address}")
         known = self._known.setdefault(username, {})
         known.pop(address, None)
@@ -154,6 +158,7 @@ class Gate:
         self._by_key[key] = n + 1
 
     def leave(self, key: str) -> None:
+        """One that entered under ``key`` is done."""
         self.count -= 1
         n = self._by_key.get(key, 0) - 1
         if n > 0:

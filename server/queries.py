@@ -17,6 +17,7 @@ from .models import Conversation, Delivery, Member, Message, User, UserKey
 
 
 async def get_user(session: AsyncSession, username: str) -> User | None:
+    """The user named ``username`` (canonical form), or None."""
     return (await session.execute(select(User).where(User.username == username))).scalar_one_or_none()
 
 

@@ -92,10 +92,12 @@ class Retention:
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
+        """Run the sweeps every ``retention_interval_s`` seconds (0: never)."""
         if self.settings.retention_interval_s > 0:
             self._task = asyncio.create_task(self._run(), name="retention")
 
     async def stop(self) -> None:
+        """Stop the sweeps (a sweep in progress is cancelled; its transaction rolls back)."""
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

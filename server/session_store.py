@@ -35,6 +35,7 @@ def new_secret() -> tuple[str, bytes]:
 
 
 def hash_secret(text: str) -> bytes:
+    """SHA-256 (32 bytes) of a refresh credential's secret (ASCII): only this hash is stored."""
     return hashlib.sha256(text.encode("ascii")).digest()
 
 

@@ -220,6 +220,7 @@ class Settings:
 
     @property
     def data_path(self) -> Path:
+        """``data_dir`` as a path."""
         return Path(self.data_dir)
 
     @property
@@ -233,6 +234,7 @@ class Settings:
         return self.max_envelope_bytes + 4096
 
     def ensure_data_dir(self) -> Path:
+        """``data_dir``, created (mode 0700) if missing."""
         self.data_path.mkdir(parents=True, exist_ok=True, mode=0o700)
         return self.data_path
 

@@ -31,6 +31,7 @@ COMMIT_ORDER_LOCK = 7265503  # PostgreSQL advisory lock held from drawing messag
 
 
 def now_ms() -> int:
+    """Unix time in ms."""
     return int(time.time() * 1000)
 
 

@@ -74,6 +74,7 @@ class Writer:
         self.busy_waits = 0  # batches that found SQLite locked by another process and waited off the loop
 
     def start(self) -> None:
+        """Start the writer's task (on the running loop)."""
         self._task = asyncio.create_task(self._loop(), name="db-writer")
 
     async def stop(self) -> None:
