@@ -15,7 +15,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
-from .core.history import Record
+from .core.record import Record
 from .safe import one_line, plain
 
 PREVIEW_CHARS = 60
@@ -23,7 +23,7 @@ PREVIEW_CHARS = 60
 
 def newcomers(client, record: Record) -> list[str]:
     """Members of the record's conversation now who were not in the audience it was written for."""
-    written = set(record.info.get("audience", {}).get("members", []))
+    written = set(record.info.audience.members if record.info.audience else [])
     return [u for u in client.members.get(record.conversation, []) if u not in written]
 
 
@@ -40,7 +40,7 @@ class AudienceScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         rec = self.record
-        written = rec.info.get("audience", {})
+        written = rec.info.audience.members if rec.info.audience else []
         waiting = len(self.client.outgoing.waiting(rec.conversation)) or 1
         text = one_line(rec.text or "")
         preview = text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS - 1] + "…"
@@ -48,7 +48,7 @@ class AudienceScreen(ModalScreen[str | None]):
             yield Static(plain("New members since you wrote this"), classes="dialog-title")
             yield Static(plain(
                 f"“{preview}”{f' and {waiting - 1} more' if waiting > 1 else ''} was written for "
-                f"{', '.join(written.get('members', [])) or '?'}. Since then "
+                f"{', '.join(written) or '?'}. Since then "
                 f"{', '.join(self.shown) or 'new members'} joined (the change is in the "
                 "conversation, with who made it). Send to them too?"), id="audience-question")
             with Horizontal(classes="buttons"):

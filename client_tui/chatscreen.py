@@ -31,7 +31,7 @@ from .core import (
     RecordChanged,
     RttMeasured,
 )
-from .core.history import Record
+from .core.record import Record
 from .core.transport import tls_label
 from .inspector import inspect_record
 from .messagelog import MAX_ROWS, MessageLog

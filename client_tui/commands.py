@@ -19,7 +19,7 @@ from shared.errors import E2EEError, ErrorCode
 from shared.keys import fingerprint
 
 from .core import AudienceGrew, ChatClient, ClientError, Delivered, KeyChangeBlocked, RecordChanged, keystore, profiles
-from .core.history import Record
+from .core.record import Record
 from .inspector import unreadable_text
 from .safe import harmless, one_line
 from .search import matcher

@@ -12,7 +12,7 @@ from rich.text import Text
 from shared.b64 import b64u_decode
 from shared.errors import E2EEError, ErrorCode
 
-from .core.history import Record
+from .core.record import Record
 from .display import shorten
 from .safe import one_line, plain
 
@@ -130,7 +130,7 @@ def inspect_record(record: Record | None, *, kid_names: dict[str, str], me: str)
         who = kid_names.get(kid, "unknown key")
         kids.add_row(plain(kid), plain(who + (" (you)" if who == me else "")))
     parts.append(kids)
-    t = record.info.get("timings") or {}
+    t = record.info.timings
     if t:
         cost = Table(title="measured here (ms)", title_justify="left", show_header=False, box=None, padding=(0, 1))
         cost.add_column(style="dim")

@@ -16,7 +16,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widget import Widget
 
-from .core.history import Record
+from .core.record import Record
 from .inspector import unreadable_text
 from .safe import harmless
 

@@ -22,7 +22,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from .core.history import Record
+from .core.record import Record
 from .prefs import Prefs
 from .safe import one_line
 

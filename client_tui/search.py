@@ -25,7 +25,7 @@ from textual.widgets import Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from .core import ChatClient
-from .core.history import Record
+from .core.record import Record
 from .safe import one_line, plain
 
 SNIPPET_CHARS = 60

@@ -68,7 +68,7 @@ async def _lines(client: ChatClient, conv: str) -> list:
 
 async def _shown(stage: Stage, client: ChatClient, conv: str, sent: str | None) -> tuple[str, dict]:
     """What ``client`` showed its user about ``conv``, in words, and the facts behind it."""
-    warnings = [r.info["warning"] for r in await _lines(client, conv) if r.info.get("warning")]
+    warnings = [r.info.warning for r in await _lines(client, conv) if r.info.warning]
     unreadable = [e.reason for e in stage.of(client.username, MessageUnreadable) if e.conversation == conv]
     read = [e.text for e in stage.of(client.username, MessageReceived) if e.conversation == conv]
     parts = [f"⚠ {lines.warning_words(w)}" for w in dict.fromkeys(warnings)]

@@ -36,7 +36,7 @@ from .events import (
     RttMeasured,
     Sent,
 )
-from .history import RecordState
+from .record import RecordState
 from .rotate import RotationNotSaved
 from .trust import Contact
 

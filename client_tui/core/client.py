@@ -48,10 +48,11 @@ from .connection import Connection
 from .contacts import Contacts
 from .errors import ClientError
 from .events import ConnectionState, ConnState, Event, RttMeasured, Sent
-from .history import History, Record
+from .history import History
 from .inbox import Inbox, Progress
 from .membership import Audience, Membership
 from .outbox import SEND_TIMEOUT_S, Outbox
+from .record import Record
 from .rest import Rest
 from .rotate import Rotation
 from .tokens import RelaySession

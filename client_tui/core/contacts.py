@@ -22,7 +22,7 @@ from shared.names import canonical_username
 from . import chain
 from .errors import ClientError, MemberWithoutKey
 from .events import ContactChanged, KeyChanged, LocalDataWarning
-from .history import Record, RecordState, now_ms
+from .record import Record, RecordState, now_ms
 from .trust import Contact, TrustStore
 
 log = logging.getLogger("e2ee.client")
@@ -283,12 +283,12 @@ class Contacts:
         a member removed since) | ``unreadable``. ✔ only for the pinned, verified key."""
         if record.state == RecordState.UNREADABLE:
             return "unreadable"
-        if record.info.get("warning") in MEMBERSHIP_WARNINGS:
+        if record.info.warning in MEMBERSHIP_WARNINGS:
             return "warning"
         contact = self.contacts.get(record.sender)
-        skid = record.info.get("skid")
+        skid = record.info.skid
         if contact is None or not skid:
-            return "warning" if record.info.get("warning") else "unverified"
+            return "warning" if record.info.warning else "unverified"
         if skid == contact.identity.sign_kid and skid not in contact.retired_after:
             return "verified" if contact.verified else "unverified"
         if contact.pending is not None and skid == contact.pending.sign_kid:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from .history import Record
+from .record import Record
 
 __all__ = [
     "ConnState", "ConnectionState", "ContactChanged", "ConversationsChanged", "Delivered", "Event", "GapDetected",

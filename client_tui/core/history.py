@@ -19,10 +19,7 @@ import json
 import logging
 import os
 import sqlite3
-import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +27,7 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from .private import ensure_private, set_aside
+from .record import OUTGOING_STATES, MessageInfo, Record, RecordState
 
 log = logging.getLogger("e2ee.client")
 
@@ -95,65 +93,6 @@ def _upgrade(db: sqlite3.Connection) -> None:
         db.execute("ROLLBACK")
         raise
     db.executescript(SCHEMA)  # the indexes went with the old table
-
-
-class RecordState(StrEnum):
-    """Where a message record is (a ``StrEnum``: stored in the cache as its word)."""
-
-    SEALING = "sealing"  # mine: being encrypted (sealed again after a restart in the middle)
-    SENDING = "sending"  # mine: sealed, in the outbox, not stored by the relay yet
-    BLOCKED = "blocked"  # mine: waits for a key decision or for the author's consent to a larger audience
-    STORED = "stored"  # mine: the relay stored it (``seq`` known)
-    DELIVERED = "delivered"  # mine: every other member acknowledged it
-    FAILED = "failed"  # mine: the relay refused it, or it could not be sealed
-    RECEIVED = "received"  # someone's message, opened and verified
-    UNREADABLE = "unreadable"  # could not be opened or verified ("could not verify")
-    SYSTEM = "system"  # a line about a membership change (client_tui.core.membership)
-
-
-OUTGOING_STATES = (RecordState.SEALING, RecordState.SENDING, RecordState.BLOCKED)
-"""States of my own messages that the relay has not stored yet (the outbox)."""
-
-
-@dataclass
-class Record:
-    """One message as the client knows it (mine or received), in a conversation.
-
-    Attributes:
-        lid: local id (random, stable for the life of the record).
-        conversation, sender: as in the verified header (or as delivered, for unreadable ones).
-        text: the plaintext; ``None`` for a message that could not be verified.
-        mid, seq: message id and the relay's sequence (``None`` until known).
-        pos: display order (``seq`` once stored; a fraction after the last seq while sending).
-        ts: sent-at in ms (the sender's clock) or the local time for unreadable ones.
-        ctr: the sender's counter in this conversation.
-        state: mine: ``sealing`` -> ``sending`` -> ``stored`` -> ``delivered`` (or ``blocked``
-            by a key change or a larger audience, or ``failed``); received: ``received``; or
-            ``unreadable``; or ``system``: a line about a membership change (``client_tui.core.membership``).
-        reason, detail: error code and message (unreadable or failed).
-        envelope: the envelope bytes the relay stored (ciphertext).
-        info: ``timings`` (ms per primitive), ``recipients`` (usernames and key ids),
-            ``delivered_to``, ``skid`` (sender signing key id), ``warning``.
-    """
-
-    lid: str
-    conversation: str
-    sender: str
-    text: str | None
-    mid: str | None = None
-    seq: int | None = None
-    pos: float = 0.0
-    ts: int = 0
-    ctr: int | None = None
-    state: RecordState = RecordState.RECEIVED
-    reason: str = ""
-    detail: str = ""
-    envelope: bytes | None = None
-    info: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def mine(self) -> bool:
-        return bool(self.info.get("mine"))
 
 
 _COLUMNS = "lid, conversation, sender, mid, seq, pos, ts, ctr, state, body, reason, detail, envelope, info"
@@ -235,7 +174,7 @@ class History:
         if text is None and body is not None:
             state, reason = RecordState.UNREADABLE, reason or "history_damaged"
         return Record(lid, conv, sender, text, mid, seq, pos, ts, ctr, RecordState(state), reason, detail,
-                      bytes(env) if env is not None else None, json.loads(info))
+                      bytes(env) if env is not None else None, MessageInfo.decode(info))
 
     # -- writes --------------------------------------------------------------------------------------
     def _put(self, r: Record, meta: dict[str, Any] | None) -> bool:
@@ -276,7 +215,7 @@ class History:
                 "ts=excluded.ts, ctr=excluded.ctr, state=excluded.state, body=excluded.body, "
                 "reason=excluded.reason, detail=excluded.detail, envelope=excluded.envelope, info=excluded.info",
                 (r.lid, r.conversation, r.sender, r.mid, r.seq, r.pos, r.ts, r.ctr, r.state, self._seal(r),
-                 r.reason, r.detail, r.envelope, json.dumps(r.info)),
+                 r.reason, r.detail, r.envelope, r.info.encode()),
             )
         except sqlite3.IntegrityError:
             return False  # the same (sender, mid) again: dedup is by message id
@@ -436,7 +375,3 @@ class History:
     async def count(self, conversation: str | None = None) -> int:
         """How many messages (not membership lines) the cache holds, in ``conversation`` or in all."""
         return await self._call(self._count, conversation)
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)

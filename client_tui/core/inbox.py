@@ -28,7 +28,7 @@ from shared.session import SyncProgress
 from . import measure
 from .errors import ClientError, SenderKeyUnavailable
 from .events import Delivered, GapDetected, MessageReceived, MessageUnreadable, RecordChanged
-from .history import Record, RecordState, now_ms
+from .record import MessageInfo, Record, RecordState, now_ms
 
 if TYPE_CHECKING:
     from .client import ChatClient
@@ -174,8 +174,8 @@ class Inbox:
         rec = Record(
             secrets.token_hex(8), h.cid, h.snd, opened.text, h.mid, frame.seq, float(frame.seq), h.ts, h.ctr,
             RecordState.STORED if mine else RecordState.RECEIVED, envelope=raw,
-            info={"timings": timings, "skid": h.skid, "rkids": list(h.rkids), "warning": warning, "mine": mine,
-                  "wrap_kid": me.wrap_kid},
+            info=MessageInfo(timings=timings, skid=h.skid, rkids=list(h.rkids), warning=warning, mine=mine,
+                             wrap_kid=me.wrap_kid),
         )
         gap = None if mine else self._track_counter(h.cid, h.snd, h.ctr)
         self._advance_cursor(frame.seq)
@@ -200,7 +200,7 @@ class Inbox:
         claimed = parsed.header.mid if parsed is not None else None
         rec = Record(secrets.token_hex(8), frame.conversation, frame.sender, None, None, frame.seq,
                      float(frame.seq), now_ms(), None, RecordState.UNREADABLE, exc.code, exc.message, raw,
-                     {"claimed_mid": claimed, "field": exc.field})
+                     MessageInfo(claimed_mid=claimed, field=exc.field))
         self._advance_cursor(frame.seq)
         if c.history is not None:
             await c.history.put(rec, c.progress.meta())
@@ -264,11 +264,11 @@ class Inbox:
             self.mine_by_seq[frame.seq] = rec
         if rec is None:
             return
-        to = rec.info.setdefault("delivered_to", [])
+        to = rec.info.delivered_to
         if frame.user in to:
             return
         to.append(frame.user)
-        others = [u for u in rec.info.get("recipients", []) if u != c.username]
+        others = [u for u in rec.info.recipients if u != c.username]
         if others and set(others) <= set(to):
             rec.state = RecordState.DELIVERED
         if c.history is not None:

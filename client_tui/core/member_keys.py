@@ -20,11 +20,12 @@ from shared.membership import Member, Statement, member_of
 
 from .errors import AudienceGrew, ClientError, KeyChangeBlocked, MemberKeyReplaced
 from .events import ContactChanged
+from .record import AgreedAudience
 from .trust import Contact
 
 if TYPE_CHECKING:
-    from .history import Record
     from .membership import Membership
+    from .record import Record
 
 
 @dataclass(frozen=True)
@@ -50,14 +51,14 @@ class Audience:
         Raises:
             AudienceGrew: members joined since it was written; it waits for its author.
         """
-        written = record.info.get("audience")
+        written = record.info.audience
         if written is None:
-            record.info["audience"] = {"ep": self.epoch, "members": list(self.members)}
+            record.info.audience = AgreedAudience(self.epoch, list(self.members))
             return
-        new = tuple(sorted(set(self.members) - set(written["members"])))
+        new = tuple(sorted(set(self.members) - set(written.members)))
         if new:
             raise AudienceGrew(
-                f"{', '.join(new)} joined after this message was written (epoch {written['ep']}): "
+                f"{', '.join(new)} joined after this message was written (epoch {written.ep}): "
                 "it is not sent to them unless you agree", field=new[0], users=new)
 
 

@@ -52,6 +52,7 @@ from . import membership_lines as lines
 from .errors import NOT_ANSWERED, ClientError, KeyChangeBlocked, LogUnavailable
 from .events import RecordChanged
 from .member_keys import Audience
+from .record import MessageInfo, Record, RecordState, now_ms
 
 if TYPE_CHECKING:
     from .client import ChatClient
@@ -212,7 +213,7 @@ class Membership:
             prev = chain.head
             for added in chain.extend([st], self._resolve):
                 await self._system(st.cid, lines.line_id(added), added.actor, lines.verified(added, prev), added.ts,
-                                   {"ep": added.ep, "op": added.op, "hash": added.hash, "verified": True})
+                                   _verified_line(added))
             self._remember(st)
             await self._keep(chain)
 
@@ -241,7 +242,7 @@ class Membership:
                 known = self._heads.get(chain.cid)
                 if known is None or st.ep > known["ep"]:
                     await self._system(st.cid, lines.line_id(st), st.actor, lines.verified(st, prev), st.ts,
-                                       {"ep": st.ep, "op": st.op, "hash": st.hash, "verified": True})
+                                       _verified_line(st))
         return False
 
     def _resolve(self, user: str, kid: str):
@@ -288,12 +289,10 @@ class Membership:
         return found
 
     # -- what the user sees ----------------------------------------------------------------------------
-    async def _system(self, cid: str, lid: str, sender: str, text: str, ts: int, info: dict) -> None:
-        from .history import Record, RecordState
-
+    async def _system(self, cid: str, lid: str, sender: str, text: str, ts: int, info: MessageInfo) -> None:
         c = self.client
         rec = Record(lid, cid, sender, text, pos=c._next_pos(), ts=ts, state=RecordState.SYSTEM,
-                     info={"system": "membership", **info})
+                     info=info)
         if c.history is not None:
             await c.history.put(rec)
         await c.events.put(RecordChanged(rec, new=True))
@@ -308,10 +307,8 @@ class Membership:
         seen.append(key)
         del seen[:-MAX_WARNINGS]
         self._save()
-        from .history import now_ms
-
         await self._system(cid, f"w-{b64u_encode(os.urandom(9))}", actor, text, now_ms(),
-                           {"warning": exc.code, "detail": exc.message})
+                           MessageInfo(system="membership", warning=exc.code, detail=exc.message))
 
     def _adopt(self, head: Statement) -> None:
         """The verified head decides the members and the title this client shows and seals to."""
@@ -448,6 +445,11 @@ class Membership:
         except E2EEError:
             pass
         return False
+
+
+def _verified_line(st: Statement) -> MessageInfo:
+    """The info of the line that shows a verified statement."""
+    return MessageInfo(system="membership", ep=st.ep, op=st.op, hash=st.hash, verified=True)
 
 
 def _claim(text: str) -> Statement | None:

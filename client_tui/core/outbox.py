@@ -27,8 +27,8 @@ from shared.session import CloseCode
 from . import measure
 from .errors import NOT_ANSWERED, AudienceGrew, ClientError, KeyChangeBlocked
 from .events import MessageStored, RecordChanged, Sent
-from .history import Record, RecordState, now_ms
 from .membership import Audience
+from .record import AgreedAudience, MessageInfo, Record, RecordState, now_ms
 
 if TYPE_CHECKING:
     from .client import ChatClient
@@ -117,7 +117,7 @@ class Outbox:
         counters = c.progress.counters
         counter = counters[conversation] = counters.get(conversation, 0) + 1
         rec = Record(secrets.token_hex(8), conversation, c.username, text, None, None, c._next_pos(),
-                     now_ms(), counter, RecordState.SEALING, info={"mine": True})
+                     now_ms(), counter, RecordState.SEALING, info=MessageInfo(mine=True))
         item = self._item(rec, hold)
         self.items.append(item)
         try:
@@ -151,8 +151,9 @@ class Outbox:
         if rec.mid:
             self.by_mid.pop(rec.mid, None)
         rec.mid, rec.envelope, rec.ts, rec.state = header.mid, data, header.ts, RecordState.SENDING
-        rec.info.update({"timings": timings, "skid": header.skid, "rkids": list(header.rkids),
-                         "recipients": list(audience.members), "warning": ""})
+        info = rec.info
+        info.timings, info.skid, info.rkids = timings, header.skid, list(header.rkids)
+        info.recipients, info.warning = list(audience.members), ""
         c.inbox.seen.add((c.username, header.mid))
         self.by_mid[header.mid] = item
         item.sealed.set()
@@ -174,7 +175,7 @@ class Outbox:
             return
         new = (await self.queue(rec.conversation, rec.text, hold=True)).record
         rec.state, rec.detail = RecordState.FAILED, f"sent again as a new message ({new.lid})"
-        rec.info["retried_as"] = new.lid
+        rec.info.retried_as = new.lid
         await self._record(rec)
 
     # -- sending ---------------------------------------------------------------------------------
@@ -367,8 +368,8 @@ class Outbox:
         head = self.c.membership.head(cid)
         agreed = newcomers if newcomers is not None else list(head.usernames) if head else []
         for item in waiting:
-            written = item.record.info.get("audience", {}).get("members", [])
-            item.record.info["audience"] = {"ep": head.ep if head else -1, "members": sorted({*written, *agreed})}
+            written = item.record.info.audience.members if item.record.info.audience else []
+            item.record.info.audience = AgreedAudience(head.ep if head else -1, sorted({*written, *agreed}))
         await self.unblock()
         return len(waiting)
 

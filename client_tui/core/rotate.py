@@ -30,7 +30,7 @@ from shared.keys import Identity
 
 from . import keystore, measure
 from .events import ContactChanged, LocalDataWarning, RecordChanged
-from .history import Record, RecordState
+from .record import MessageInfo, Record, RecordState
 from .trust import Contact
 
 log = logging.getLogger("e2ee.client")
@@ -221,8 +221,8 @@ class Rotation:
         self.inbox.seen.add((h.snd, h.mid))
         rec.text, rec.state, rec.reason, rec.detail = opened.text, RecordState.RECEIVED, "", ""
         rec.mid, rec.ts, rec.ctr = h.mid, h.ts, h.ctr
-        rec.info = {"timings": timings, "skid": h.skid, "rkids": list(h.rkids), "warning": found[1],
-                    "mine": h.snd == self.username, "wrap_kid": me.wrap_kid, "opened_later": True}
+        rec.info = MessageInfo(timings=timings, skid=h.skid, rkids=list(h.rkids), warning=found[1],
+                               mine=h.snd == self.username, wrap_kid=me.wrap_kid, opened_later=True)
         await self.history.put(rec)
         await self.events.put(RecordChanged(rec))
         return True

@@ -159,7 +159,7 @@ async def test_burst_of_500_rsa3072_messages_keeps_the_ui_responsive(rsa3072, tm
             assert sorted(texts(app)) == sorted(f"burst {i}" for i in range(BURST))
             seqs = [r.seq for r in messages(app)]
             assert seqs == sorted(seqs)
-            assert messages(app)[-1].info["timings"]["unwrap"] > 0
+            assert messages(app)[-1].info.timings["unwrap"] > 0
     finally:
         await alice.close()
         relay.stop()

@@ -34,7 +34,7 @@ async def test_a_member_added_while_the_question_is_open_is_asked_about_again(ma
         await wait_until(lambda: screen_ready(app, AudienceScreen) and app.screen is not asked, timeout=30)
         assert "Since then eve joined" in question(app)  # before: sealed to eve at once, never named
         (item,) = alice.outgoing.waiting(conv)
-        assert (item.record.lid, item.record.info["audience"]["members"]) == (rec.lid, ["alice", "bob", "dave"])
+        assert (item.record.lid, item.record.info.audience.members) == (rec.lid, ["alice", "bob", "dave"])
         for client in (alice, eve, dave):  # what alice sent before her barrier reached eve and dave before theirs
             await barrier(client)
         assert await messages_of(eve, conv) == [] and await messages_of(dave, conv) == []

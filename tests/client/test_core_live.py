@@ -43,8 +43,8 @@ async def test_my_message_goes_sending_stored_delivered(make_client):
     rec = await alice.queue_text(conv, "hello")
     assert rec.state == "sending" and rec.mine and rec.ctr == 1
     await wait_until(lambda: rec.state == "delivered")
-    assert rec.seq is not None and rec.info["delivered_to"] == ["bob"]
-    timings = rec.info["timings"]
+    assert rec.seq is not None and rec.info.delivered_to == ["bob"]
+    timings = rec.info.timings
     assert len(timings["wrap"]) == 2 and timings["sign"] > 0 and timings["encrypt"] >= 0
     (cached,) = await messages_of(alice, conv)
     assert (cached.text, cached.state, cached.seq) == ("hello", "delivered", rec.seq)

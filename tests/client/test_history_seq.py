@@ -9,7 +9,8 @@ import logging
 import os
 import sqlite3
 
-from client_tui.core.history import History, Record
+from client_tui.core.history import History
+from client_tui.core.record import Record
 
 
 async def test_a_different_message_under_a_stored_seq_is_kept_and_logged(offline_bob, caplog):

@@ -13,6 +13,7 @@ import pytest
 from client_tui import commands
 from client_tui.core import AudienceGrew, RecordChanged
 from client_tui.core.errors import ClientError
+from client_tui.core.record import AgreedAudience
 from shared import envelope
 from shared.errors import LegacyConversation
 from tests.helpers.clients import messages_of, next_message
@@ -41,12 +42,12 @@ async def test_a_message_written_before_someone_joined_waits_for_its_author(make
     alice, bob, dave = [await make_client(n) for n in ("alice", "bob", "dave")]
     conv = await alice.create_conversation("pair", ["bob"])
     rec = await alice.queue_text(conv, "only for bob's eyes")  # written for alice and bob (not yet sent)
-    assert rec.info["audience"] == {"ep": 0, "members": ["alice", "bob"]}
+    assert rec.info.audience == AgreedAudience(0, ["alice", "bob"])
     await bob.change_members(conv, add=["dave"])  # meanwhile bob adds dave (alice is offline)
     await dave.connect()
     await alice.connect()  # the relay refuses the envelope (epoch_stale); resealing would reach dave: it waits
     blocked = await record_state(alice, rec.lid, "blocked")
-    assert (blocked.reason, blocked.info["audience"]["members"]) == ("audience_grew", ["alice", "bob"])
+    assert (blocked.reason, blocked.info.audience.members) == ("audience_grew", ["alice", "bob"])
     assert [i.record.lid for i in alice.outgoing.waiting(conv)] == [rec.lid]
     await bob.connect()
     await bob.wait_synced()
@@ -55,7 +56,7 @@ async def test_a_message_written_before_someone_joined_waits_for_its_author(make
     assert ("bob", "added dave · epoch 1, signature verified") in await lines(alice, conv)
     assert await alice.outgoing.approve(conv) == 1  # the author agrees: sealed to epoch 1, dave included
     stored = await record_state(alice, rec.lid, "stored")
-    assert stored.info["recipients"] == ["alice", "bob", "dave"]
+    assert stored.info.recipients == ["alice", "bob", "dave"]
     got = await next_message(dave)
     assert (got.text, got.sender, envelope.parse(got.envelope).header.ep) == ("only for bob's eyes", "alice", 1)
 
@@ -129,9 +130,9 @@ async def test_a_log_rolled_back_after_a_restart_is_noticed_and_the_older_list_i
     again = await make_client("alice", register=False)
     await again.login(PASSWORD, "alice passphrase")
     await again.refresh_conversations()
-    warning = [r for r in await again.load_history(conv) if r.state == "system" and r.info.get("warning")]
-    assert [r.info["warning"] for r in warning] == ["membership_fork"]
-    assert "epoch 1 was verified here" in warning[0].info["detail"]
+    warning = [r for r in await again.load_history(conv) if r.state == "system" and r.info.warning]
+    assert [r.info.warning for r in warning] == ["membership_fork"]
+    assert "epoch 1 was verified here" in warning[0].info.detail
     audience = await again.recipients_for(conv)  # the verified head, kept here: carol is not in it
     assert (audience.epoch, audience.members) == (1, ("alice", "bob"))
     await again.connect()

@@ -21,7 +21,7 @@ from tests.helpers.relays import db_count
 
 
 async def warnings(client, conv: str) -> list[str]:
-    return [r.info["warning"] for r in await client.load_history(conv) if r.state == "system" and r.info.get("warning")]
+    return [r.info.warning for r in await client.load_history(conv) if r.state == "system" and r.info.warning]
 
 
 async def team(make_client, creator: str = "bob"):
@@ -110,8 +110,8 @@ async def test_a_verified_conversation_listed_without_its_log_keeps_its_verified
     lie(alice, listed(conv, epoch=None, head=None, members=["alice", "bob", "carol", "mallory"], title="[b]x"))
     await alice.refresh_conversations()
     assert (alice.members[conv], alice.titles[conv]) == (["alice", "bob"], "team")  # before: the relay's list
-    lines = [r for r in await alice.load_history(conv) if r.info.get("warning")]
-    assert [r.info["warning"] for r in lines] == ["membership_fork"]
+    lines = [r for r in await alice.load_history(conv) if r.info.warning]
+    assert [r.info.warning for r in lines] == ["membership_fork"]
     assert "verified here" in lines[0].text
     await alice.connect()
     with pytest.raises(MembershipFork):
