@@ -256,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(exc)
 
 
-class HarmlessFormatter(logging.Formatter):
+class _HarmlessFormatter(logging.Formatter):
     """Log lines with every control character shown as a symbol: names and reasons in them come
     from other users and the relay, and ``cat client.log`` must not run their escape sequences."""
 
@@ -267,7 +267,7 @@ class HarmlessFormatter(logging.Formatter):
 def _log_to_file() -> Path:
     path = Path(platformdirs.user_log_dir("e2ee-chat", appauthor=False)) / "client.log"
     handler = logging.StreamHandler(append_private(path))
-    handler.setFormatter(HarmlessFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(_HarmlessFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger("e2ee")
     root.addHandler(handler)
     root.setLevel(logging.INFO)

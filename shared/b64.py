@@ -14,6 +14,8 @@ import pybase64
 
 from .errors import Base64Invalid
 
+__all__ = ["b64u_encode", "b64u_decode"]
+
 _ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 _INDEX = {c: i for i, c in enumerate(_ALPHABET)}
 # Mask of the unused low bits of the last character, by ``len % 4`` (2 -> 4 bits, 3 -> 2 bits).

@@ -12,6 +12,12 @@ from typing import Annotated
 import msgspec
 
 from .errors import FrameInvalid
+from .strictjson import MAX_SAFE_INTEGER
+
+__all__ = [
+    "Auth", "Send", "Sync", "Ack", "Ping", "Hello", "Ready", "Stored", "Message", "Synced", "Delivered", "Pong",
+    "Event", "Error", "decode_client_frame", "decode_relay_frame"
+]
 
 
 # -- client -> relay -----------------------------------------------------------------------------
@@ -39,7 +45,7 @@ class Send(msgspec.Struct, tag="send", forbid_unknown_fields=True):
     envelope: msgspec.Raw
 
 
-Seq = Annotated[int, msgspec.Meta(ge=0, le=2**53 - 1)]
+Seq = Annotated[int, msgspec.Meta(ge=0, le=MAX_SAFE_INTEGER)]
 """A relay sequence number or cursor: 0 .. 2**53-1 (exact in JavaScript, fits every database)."""
 
 

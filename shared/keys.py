@@ -21,6 +21,13 @@ from cryptography.hazmat.primitives.asymmetric.types import PublicKeyTypes
 from .b64 import b64u_decode, b64u_encode
 from .errors import KeyExponentRefused, KeyInvalid, KeySizeRefused, KeyTypeRefused
 
+__all__ = [
+    "RSA_SIZES", "DEFAULT_RSA_BITS", "MIN_RSA_BITS", "MAX_RSA_BITS", "RSA_EXPONENT", "KEY_ID_LEN",
+    "generate_wrap_key", "generate_signing_key", "spki_der", "key_id", "load_wrap_public_key",
+    "check_wrap_public_key", "load_signing_public_key", "PublicIdentity", "Identity", "fingerprint",
+    "safety_number"
+]
+
 RSA_SIZES = (2048, 3072, 4096)
 DEFAULT_RSA_BITS = 3072
 MIN_RSA_BITS = 2048

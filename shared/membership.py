@@ -37,6 +37,7 @@ import msgspec
 from .b64 import b64u_decode, b64u_encode
 from .errors import E2EEError, StatementMalformed
 from .keys import Identity, PublicIdentity
+from .strictjson import MAX_SAFE_INTEGER
 
 __all__ = [
     "MAX_MEMBERS", "MAX_STATEMENT_BYTES", "MAX_TITLE_CHARS", "Member", "OPS", "SIG_CONTEXT", "Statement", "TYP",
@@ -51,7 +52,6 @@ MAX_MEMBERS = 256
 MAX_TITLE_CHARS = 200
 MAX_STATEMENT_BYTES = 64 * 1024
 """Largest signed form, in bytes (256 members with their key ids take about 45 KiB)."""
-MAX_SAFE_INTEGER = 2**53 - 1
 
 _CID_RE = re.compile(r"[A-Za-z0-9._-]{1,64}")
 _USER_RE = re.compile(r"[a-z0-9][a-z0-9_.-]{2,31}")

@@ -23,6 +23,8 @@ import precis_i18n
 
 from .errors import InvalidRequest
 
+__all__ = ["USERNAME_RE", "canonical_username", "is_canonical_username", "normalise_secret", "secret_candidates"]
+
 USERNAME_RE = re.compile(r"[a-z0-9][a-z0-9_.-]{2,31}")
 """A canonical username: 3-32 of ``[a-z0-9_.-]``, starting with a letter or digit."""
 

@@ -18,6 +18,8 @@ from .envelope import DEFAULT_MAX_ENVELOPE_BYTES, MAX_SAFE_INTEGER, MESSAGE_ID_B
 from .errors import EnvelopeMalformed, EnvelopeTooLarge
 from .strictjson import check_id
 
+__all__ = ["PlainEnvelope", "make", "check", "parse"]
+
 
 class PlainEnvelope(msgspec.Struct, forbid_unknown_fields=True):
     """A readable message. ``text`` at most the envelope limit; ids as in the L4 header."""

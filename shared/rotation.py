@@ -31,6 +31,10 @@ from .errors import InvalidRequest, SignatureInvalid
 from .keys import KEY_ID_LEN
 from .names import is_canonical_username
 
+__all__ = [
+    "CONTEXT", "CONTEXT_V1", "VERSION", "MAX_COUNTER", "Rotation", "sign", "verify", "statement_v1", "verify_v1"
+]
+
 CONTEXT = "e2ee-chat/v2/rotate"
 CONTEXT_V1 = "e2ee-chat/v1/rotate"
 VERSION = 2

@@ -13,6 +13,14 @@ import re
 from .b64 import b64u_decode
 from .errors import DuplicateMember, EnvelopeMalformed, TrailingData
 
+__all__ = [
+    "MAX_SAFE_INTEGER", "MAX_ID_CHARS", "KEY_ID_LEN", "json_error", "reject_duplicate_members", "check_id", "check_kid",
+    "as_bytes",
+]
+
+MAX_SAFE_INTEGER = 2**53 - 1
+"""Largest integer a JSON number carries exactly everywhere (RFC 7493 §2.2, JavaScript's
+``Number.MAX_SAFE_INTEGER``): the bound of every counter, epoch, timestamp and seq on the wire."""
 MAX_ID_CHARS = 64  # conversation ids and usernames in headers
 KEY_ID_LEN = 43  # unpadded base64url of 32 bytes (a key id or a hash)
 _ID_RE = re.compile(r"[A-Za-z0-9._-]{1,64}")

@@ -26,7 +26,13 @@ from ..errors import (
     TooManyRecipients,
     UnsupportedAlgorithm,
 )
-from ..strictjson import as_bytes, check_id, check_kid, json_error, reject_duplicate_members
+from ..strictjson import MAX_SAFE_INTEGER, as_bytes, check_id, check_kid, json_error, reject_duplicate_members
+
+__all__ = [
+    "ALG", "ENC", "TYP", "CTY", "VERSION", "SIG_CONTEXT", "KC_CONTEXT", "CEK_BYTES", "NONCE_BYTES", "TAG_BYTES",
+    "MESSAGE_ID_BYTES", "SIGNATURE_BYTES", "DEFAULT_MAX_ENVELOPE_BYTES", "DEFAULT_MAX_RECIPIENTS",
+    "MAX_SAFE_INTEGER", "Header", "ParsedEnvelope", "Opened", "parse", "check"
+]
 
 ALG = "RSA-OAEP-256"
 ENC = "A256GCM"
@@ -45,7 +51,6 @@ SIGNATURE_BYTES = 64
 DEFAULT_MAX_ENVELOPE_BYTES = 256 * 1024
 """Default limit on a serialized envelope, in bytes (the relay announces its own in ``hello``)."""
 DEFAULT_MAX_RECIPIENTS = 256
-MAX_SAFE_INTEGER = 2**53 - 1
 """Largest ``ts`` / ``ctr`` / ``ep`` (so that JavaScript's JSON numbers hold them exactly)."""
 
 

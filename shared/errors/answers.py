@@ -5,6 +5,12 @@ from __future__ import annotations
 from .base import E2EEError
 from .codes import ErrorCode
 
+__all__ = [
+    "AuthFailed", "SessionEnded", "Forbidden", "NotFound", "Conflict", "MembershipConflict", "EpochStale",
+    "LegacyConversation", "RecipientsMismatch", "RateLimited", "Busy", "ProtocolViolation", "SessionStateError",
+    "LevelMismatch", "DowngradeRefused"
+]
+
 
 # -- relay answers (sent as error frames or JSON error bodies) ---------------------------------------
 class AuthFailed(E2EEError):

@@ -6,6 +6,8 @@ from typing import ClassVar
 
 from .codes import ErrorCode
 
+__all__ = ["E2EEError"]
+
 
 class E2EEError(Exception):
     """Root of every error this project raises on purpose.

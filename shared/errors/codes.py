@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+__all__ = ["ErrorCode"]
+
 
 class ErrorCode(StrEnum):
     """Every error code, in the order of the tree above (docs/PROTOCOL.md §9), then the codes of

@@ -5,6 +5,14 @@ from __future__ import annotations
 from .base import E2EEError
 from .codes import ErrorCode
 
+__all__ = [
+    "MalformedInput", "FrameInvalid", "InvalidRequest", "UnsupportedMediaType", "StatementMalformed",
+    "EnvelopeMalformed", "Base64Invalid", "NonceInvalid", "TagInvalid", "UnsupportedAlgorithm", "TrailingData",
+    "DuplicateMember", "RecipientListInvalid", "DuplicateRecipient", "LimitExceeded", "EnvelopeTooLarge",
+    "TooManyRecipients", "BodyTooLarge", "KeyInvalid", "KeyRefused", "KeyTypeRefused", "KeySizeRefused",
+    "KeyExponentRefused"
+]
+
 
 # -- malformed input (caught before any crypto runs) -----------------------------------------------
 class MalformedInput(E2EEError):

@@ -6,6 +6,15 @@ from __future__ import annotations
 from .base import E2EEError
 from .codes import ErrorCode
 
+__all__ = [
+    "VerificationFailed", "NotARecipient", "UnwrapFailed", "KeyCommitmentInvalid", "DecryptionFailed",
+    "SignatureInvalid", "UnknownSenderKey", "RetiredSenderKey", "KeyChangeUnreviewed", "KeyAnswerMismatch",
+    "ConversationMismatch", "SenderMismatch", "AudienceMismatch", "EpochMismatch", "SessionMismatch",
+    "DirectionMismatch", "Replayed", "RelayKeyMismatch", "ChallengeMismatch", "MembershipInvalid",
+    "StatementSignatureInvalid", "ActorNotMember", "ActorKeyMismatch", "EpochSkipped", "ChainBroken",
+    "PolicyViolation", "MembershipFork", "MembershipWithheld"
+]
+
 
 # -- verification failures (the envelope was well-formed but is not authentic for me) ----------------
 class VerificationFailed(E2EEError):

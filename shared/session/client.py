@@ -21,9 +21,15 @@ from ..errors import (
     SessionStateError,
 )
 from ..keys import load_wrap_public_key
+from ..strictjson import MAX_SAFE_INTEGER
 from .common import RENEW_AT, _Side
 
-MAX_SEQ = 2**53 - 1
+__all__ = [
+    "MAX_SEQ", "Opened", "SyncProgress", "SendRefused", "RelayError", "RoundTrip", "Renewed", "RenewalDue",
+    "Closed", "ClientState", "ClientProtocol"
+]
+
+MAX_SEQ = MAX_SAFE_INTEGER
 """The largest seq (the largest integer JSON carries exactly): a sync after it is an empty page."""
 
 

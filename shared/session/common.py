@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from enum import IntEnum
 
+__all__ = ["RENEW_AT", "CloseCode"]
+
 RENEW_AT = 2 / 3
 """Renew a token (in-band, or before a REST request) when this share of its stated lifetime passed."""
 
