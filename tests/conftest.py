@@ -10,8 +10,13 @@ from client_tui.core import ChatClient
 from shared.keys import Identity
 from tests.helpers.clients import close_all
 from tests.helpers.config import FAST_KDF, PASSWORD, TEST_BITS, passphrase
-from tests.helpers.relays import marked_process, start_relay
+from tests.helpers.relays import allow_processes, marked_process, start_relay
 from tests.helpers.world import World
+
+
+@pytest.fixture(autouse=True)
+def _relay_processes_only_when_marked(request):
+    allow_processes(marked_process(request))
 
 
 @pytest.fixture(scope="session")
@@ -39,14 +44,15 @@ async def world(request, tmp_path: Path, identities):
 
 
 @pytest.fixture
-async def make_client(tmp_path: Path, relay):
-    """``await make_client("alice")`` registers a user (RSA-2048) and returns its client."""
+async def make_client(tmp_path: Path, relay, identities):
+    """``await make_client("alice")`` registers a user (RSA-2048: the session's keys for alice, bob,
+    carol and mallory, new ones for anyone else) and returns its client."""
     made: list[ChatClient] = []
 
     async def make(name: str, *, register: bool = True, url: str | None = None) -> ChatClient:
         client = ChatClient(url or relay.url, name, tmp_path / "clients", kdf=FAST_KDF)
         if register:
-            await client.register(PASSWORD, passphrase(name), bits=TEST_BITS)
+            await client.register(PASSWORD, passphrase(name), bits=TEST_BITS, identity=identities.get(name))
         made.append(client)
         return client
 

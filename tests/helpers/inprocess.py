@@ -177,9 +177,9 @@ class InProcessRelay:
         self.thread_id = threading.get_ident()
 
         def serve() -> None:
-            if self.settings.database_url:  # PostgreSQL: migrate it as the relay's start does
-                migrate.upgrade(self.settings.database_url)
             try:
+                if self.settings.database_url:  # PostgreSQL: migrate it as the relay's start does
+                    migrate.upgrade(self.settings.database_url)
                 asyncio.run(server.serve(sockets=[sock]))
             finally:
                 sock.close()
@@ -200,7 +200,6 @@ class InProcessRelay:
         root.addHandler(handler)
         self._handler = handler
         _levels()
-
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 10) -> None:
         """Stop as SIGTERM stops the relay process: websockets closed with 1001, the app's

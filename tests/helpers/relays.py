@@ -18,8 +18,20 @@ def start_relay(data_dir: Path, *args: str, env: dict[str, str] | None = None,
     ``python -m server serve``, for what only a process has (a kill, an exit code, its memory);
     a test that asks for one carries ``@pytest.mark.process``."""
     if process:
+        if not _processes_allowed:
+            raise RuntimeError("a relay process in a test not marked @pytest.mark.process")
         return RelayProcess(data_dir, extra_args=list(args), env={**FAST_RELAY_ENV, **(env or {})}).start()
     return InProcessRelay(data_dir, list(args), env).start()
+
+
+_processes_allowed = True
+
+
+def allow_processes(allowed: bool) -> None:
+    """Whether ``start_relay(..., process=True)`` may run: only in a test marked
+    ``@pytest.mark.process`` (set before each test by the root conftest), so the marker lists them all."""
+    global _processes_allowed
+    _processes_allowed = allowed
 
 
 def marked_process(request) -> bool:

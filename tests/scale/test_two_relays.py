@@ -10,7 +10,7 @@ import signal
 import httpx2
 import pytest
 
-from tests.helpers.clients import next_message
+from tests.helpers.clients import barrier, next_message
 from tests.helpers.config import PASSWORD
 from tests.helpers.scale import two_relays, user, wait_broker
 
@@ -65,7 +65,7 @@ async def test_relay_a_killed_alice_moves_to_b_and_loses_nothing(across, tmp_pat
     got = [await next_message(moved) for _ in later]
     assert [m.text for m in got] == [f"while a is down {i}" for i in range(3)]
     assert [m.seq for m in got] == [s.seq for s in later]
-    await asyncio.sleep(0.5)
+    await barrier(moved)  # a doubled delivery was queued to alice before this
     extra = []
     while not moved.events.empty():
         extra.append(moved.events.get_nowait())
