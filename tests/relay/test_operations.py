@@ -178,6 +178,7 @@ def test_a_relay_on_an_old_or_newer_schema_refuses_to_start_with_one_line(tmp_pa
     assert "revision none (an empty database)" in line
 
 
+@pytest.mark.process  # the relay's event loop timed alone: in this process the test's loop shares its GIL
 async def test_a_2_s_external_sqlite_write_lock_leaves_pings_answered_within_100_ms(relay, identities):
     from shared import envelope
 
