@@ -18,7 +18,8 @@ from textual.widgets import Footer, Label, ListItem, ListView, Static
 from shared.errors import E2EEError, EnvelopeTooLarge, ErrorCode
 
 from . import audience
-from .connection import PasswordScreen, StateLog, downgraded, needs_password
+from .chatdialogs import ChatDialogs
+from .connection import StateLog, needs_password
 from .core import (
     ChatClient,
     ConnectionState,
@@ -35,10 +36,7 @@ from .core.record import Record
 from .core.transport import tls_label
 from .inspector import inspect_record
 from .messagelog import MAX_ROWS, MessageLog
-from .prefs import SettingsScreen
 from .safe import one_line, plain, toast
-from .screens import ContactScreen, MembersScreen, NewConversationScreen
-from .search import SearchScreen
 from .widgets import Composer
 
 NARROW_COLS = 100
@@ -48,7 +46,7 @@ GAP_GRACE_S = 2.0
 """A counter gap is shown if still open this long after it appeared (late arrivals fill most)."""
 
 
-class ChatScreen(Screen):
+class ChatScreen(ChatDialogs, Screen):
     """The main window: conversation list | message log + composer | inspector; status bar."""
 
     BINDINGS = [
@@ -402,75 +400,12 @@ class ChatScreen(Screen):
         self.inspected = body
         self.query_one("#inspector-body", Static).update(body)
 
-    # -- dialogs -----------------------------------------------------------------------------------
-    def action_new_conversation(self) -> None:
-        def done(cid: str | None) -> None:
-            if cid:
-                self.rebuild_conversations()
-                self.open_conversation(cid)
-
-        self.app.push_screen(NewConversationScreen(self.client), done)
-
-    def action_members(self) -> None:
-        if not self.conversation:
-            toast(self.app, "no conversation open", severity="warning")
-            return
-        self.app.push_screen(MembersScreen(self.client, self.conversation),
-                             lambda _: self._update("#title", self.title_text()))
-
-    def action_contact(self, user: str | None = None) -> None:
-        members = [u for u in self.client.members.get(self.conversation, []) if u in self.client.contacts]
-        others = [u for u in members if u != self.client.username]
-        users = others + [u for u in self.client.contacts if u not in others]
-        if not users:
-            toast(self.app, "no contacts yet", severity="warning")
-            return
-        blocked = self.client.blocked_by(self.conversation)
-        who = user or (blocked[0] if blocked else others[0] if others else users[0])
-
-        def done(_: None) -> None:
-            self.apply([ContactChanged(who)])
-
-        self.app.push_screen(ContactScreen(self.client, who, users), done)
-
     def on_key(self, event) -> None:
         self.app.notifier.touched()  # the user is here: the open conversation does not notify
-
-    def action_settings(self) -> None:
-        """F3: theme, notifications, mute this conversation (saved when the dialog closes)."""
-        def done(_: bool | None) -> None:
-            self.app.save_prefs()
-            self.refresh_conversation_labels()
-
-        title = self.client.titles.get(self.conversation, self.conversation)
-        self.app.push_screen(SettingsScreen(self.app.prefs, self.conversation, title), done)
 
     @on(Composer.SearchRequested)
     def _search_requested(self) -> None:
         self.action_search()
-
-    def action_search(self) -> None:
-        """Search the decrypted history on this machine; the picked message is shown selected."""
-        def done(found: Record | None) -> None:
-            if found is not None:
-                self.open_conversation(found.conversation, show=found)
-
-        self.app.push_screen(SearchScreen(self.client), done)
-
-    def action_reconnect(self) -> None:
-        """Ctrl+R: try now, whatever the state (after a refused password: ask for it again)."""
-        if needs_password(self.client):
-            self.ask_password(getattr(getattr(self, "_last_state_event", None), "detail", ""))
-        elif downgraded(self.client):
-            toast(self.app, f"the relay runs level {self.client.hello.level}: this client only talks to "
-                  "level-4 (end-to-end encrypted) relays", severity="error")
-        else:
-            self.client.reconnect_now()
-
-    def ask_password(self, reason: str) -> None:
-        """Offer to type the relay password again (once at a time)."""
-        if not any(isinstance(s, PasswordScreen) for s in self.app.screen_stack):
-            self.app.push_screen(PasswordScreen(self.client, reason))
 
     @work(group="conversations", exclusive=True)
     async def _reload_conversations(self) -> None:
