@@ -45,7 +45,6 @@ from shared.session import (
 from .. import session_socket
 from . import account, keystore, membership_ops, profiles, transport
 from .connection import Connection
-from .contacts import Contacts
 from .errors import ClientError
 from .events import ConnectionState, ConnState, Event, RttMeasured, Sent
 from .history import History
@@ -68,7 +67,7 @@ def default_profile_root() -> Path:
     return Path(platformdirs.user_data_dir("e2ee-chat", appauthor=False))
 
 
-class ChatClient(Contacts, Rotation):
+class ChatClient(Rotation):
     """One account on one relay.
 
     Args:

@@ -9,14 +9,18 @@ message's sender is marked. What was decided is kept in the sealed trust store
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hmac
 import logging
 import time
+from collections.abc import Coroutine
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from shared.errors import E2EEError, ErrorCode, KeyAnswerMismatch, KeyChangeUnreviewed, RetiredSenderKey
-from shared.keys import PublicIdentity, fingerprint, safety_number
+from shared.keys import Identity, PublicIdentity, fingerprint, safety_number
 from shared.names import canonical_username
 
 from . import chain
@@ -24,6 +28,11 @@ from .errors import ClientError, MemberWithoutKey
 from .events import ContactChanged, KeyChanged, LocalDataWarning
 from .record import Record, RecordState, now_ms
 from .trust import Contact, TrustStore
+
+if TYPE_CHECKING:
+    from .events import Event
+    from .outbox import Outbox
+    from .rest import Rest
 
 log = logging.getLogger("e2ee.client")
 
@@ -55,8 +64,24 @@ class Shown:
 class Contacts:
     """Mixin of :class:`~client_tui.core.ChatClient`: pinned contacts and key decisions."""
 
+    # what it uses of ChatClient (set in its __init__): declared for the type checker only
+    username: str
+    identity: Identity | None
+    retired: tuple[Identity, ...]
+    profile: Path
+    events: asyncio.Queue[Event]
+    rest: Rest
+    outgoing: Outbox
+    members: dict[str, list[str]]
+    local_warnings: list[str]
     trust: TrustStore | None
     _loose: dict[str, Contact]
+    _key_fetched_at: dict[str, float]
+
+    if TYPE_CHECKING:
+        def _spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]: ...
+        async def _retry_held(self, user: str) -> None: ...
+        async def _own_keys_changed(self) -> None: ...
 
     @property
     def contacts(self) -> dict[str, Contact]:

@@ -20,18 +20,26 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 
-from shared import envelope, rotation
+from shared import envelope, frames, rotation
 from shared.b64 import b64u_encode
 from shared.errors import E2EEError, ErrorCode
 from shared.keys import Identity
 
 from . import keystore, measure
+from .contacts import Contacts
 from .events import ContactChanged, LocalDataWarning, RecordChanged
 from .record import MessageInfo, Record, RecordState
 from .trust import Contact
+
+if TYPE_CHECKING:
+    from .history import History
+    from .inbox import Inbox
+    from .membership import Membership
 
 log = logging.getLogger("e2ee.client")
 
@@ -52,8 +60,22 @@ class RotationConflict(E2EEError):
     code = ErrorCode.CONFLICT
 
 
-class Rotation:
+class Rotation(Contacts):
     """Mixin of :class:`~client_tui.core.ChatClient`: two-phase rotation, own-rotation pickup."""
+
+    # what it uses of ChatClient besides Contacts' (set in its __init__): for the type checker only
+    kdf: dict | None
+    hello: frames.Hello | None
+    history: History | None
+    inbox: Inbox
+    membership: Membership
+    _passphrase: str | None
+    _bundle: keystore.KeyBundle | None
+    _keys_lock: asyncio.Lock
+
+    if TYPE_CHECKING:
+        @property
+        def keystore_path(self) -> Path: ...
 
     async def rotate_keys(self, passphrase: str | None = None, bits: int | None = None) -> Identity:
         """Replace my keys (two phases, see the module docstring) and return the new identity.
