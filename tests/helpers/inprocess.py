@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import contextvars
 import dataclasses
 import logging
@@ -161,6 +162,7 @@ class InProcessRelay:
         context = contextvars.copy_context()  # the relay's records are told apart by it (see _OwnRecords)
         context.run(_current.set, self)
         self.server = context.run(relay_server, settings)  # the hostile wrapper logs as it is made
+        self.server.main_loop = self._main_loop
         ready = threading.Event()
         self.thread = threading.Thread(target=self._run, args=(self.server, sock, ready, context),
                                        name=f"relay-{self.port}", daemon=True)
@@ -186,6 +188,15 @@ class InProcessRelay:
                 ready.set()
 
         context.run(serve)
+
+    async def _main_loop(self) -> None:
+        """uvicorn's main loop (a tick every 0.1 s until it should exit), woken at once by stop()."""
+        self._loop, self._wake = asyncio.get_running_loop(), asyncio.Event()
+        counter = 0
+        while not await self.server.on_tick(counter):
+            counter = (counter + 1) % 864000
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), 0.1)
 
     def _log_to_file(self, settings: Settings) -> None:
         """``relay.log`` as the relay process writes it (format, level, redaction), from this
@@ -213,6 +224,8 @@ class InProcessRelay:
                                       "and mark the test @pytest.mark.process")
         if self.thread is not None:
             self.server.should_exit = True
+            with contextlib.suppress(AttributeError, RuntimeError):  # not yet in its loop, or the loop closed
+                self._loop.call_soon_threadsafe(self._wake.set)
             self.thread.join(timeout)
             if self.thread.is_alive():
                 self.server.force_exit = True

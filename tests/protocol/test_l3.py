@@ -149,7 +149,7 @@ def test_relay_key_is_checked(ids):
     assert info.value.owner == "relay"
 
 
-@pytest.mark.parametrize("bad", [b"", b"short", os.urandom(17)])
+@pytest.mark.parametrize("bad", [b"", b"short", os.urandom(17)], ids=["empty", "short", "17 random bytes"])
 def test_challenge_must_be_16_bytes(relay, bad):
     with pytest.raises(EnvelopeMalformed):
         l3.start_handshake(relay.public_key(), bad)
