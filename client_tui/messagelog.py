@@ -40,6 +40,48 @@ MARK_GLYPH = {
     "previous": ("↺ signed by a previous key", "yellow"),
     "unreadable": ("✖", "bold red"),
 }
+MIN_FIRST_LINE = 12
+"""Fewest cells left to a message's text beside its prefix ("time name mark"); with less, the text
+starts on the line below the prefix."""
+
+
+def lay_out(console, prefix: Text, body: Text, width: int) -> list[Text]:
+    """The lines of one message: ``prefix`` ("time name mark") then ``body``, none wider than
+    ``width`` cells, no character of either left out.
+
+    The first line of the body is wrapped at the width left beside the prefix; the lines after it
+    are indented by the prefix's width, at most a third of ``width``. A prefix that leaves fewer
+    than :data:`MIN_FIRST_LINE` cells (a long name, a long mark, a narrow pane) is drawn alone
+    (wrapped itself if wider than ``width``) and the body starts below it.
+
+    Args:
+        console: the Rich console that measures cells.  prefix, body: styled text.
+        width: the cells of the pane (>= 1).
+    Returns:
+        one ``Text`` per screen line, each at most ``width`` cells.
+    """
+    width = max(1, width)
+    indent = min(prefix.cell_len, width // 3)
+    rest_width = max(1, width - indent)
+    first_width = width - prefix.cell_len
+    if first_width < min(MIN_FIRST_LINE, rest_width):
+        lines = list(prefix.wrap(console, width)) or [Text()]
+        return lines + [Text.assemble(" " * indent, line) for line in body.wrap(console, rest_width)]
+    first = body.wrap(console, first_width)
+    if not first:
+        return [prefix.copy()]
+    head = first[0]
+    rest = body[len(head.plain):]
+    if rest.plain.startswith("\n"):
+        rest = rest[1:]
+    else:  # the wrap broke at spaces: the next line starts at the next word
+        rest = rest[len(rest.plain) - len(rest.plain.lstrip(" ")):]
+    out = [Text.assemble(prefix, head)]
+    if rest.plain:
+        out += [Text.assemble(" " * indent, line) for line in rest.wrap(console, rest_width)]
+    return out
+
+
 def day_label(ts_ms: int) -> str:
     """The day separator's words for a time in ms: Today, Yesterday, "Monday 30 November", or with
     the year when it is not this year (local time)."""
@@ -330,7 +372,6 @@ class MessageLog(ScrollView, can_focus=True):
         prefix.append(" ")
         prefix.append(glyph, style=gstyle)
         prefix.append(" ")
-        indent = min(prefix.cell_len, width // 3)
         if r.state == "unreadable" or r.text is None:
             body = Text(unreadable_text(r.reason, r.sender), style=self._style("messagelog--unreadable"))
         else:
@@ -338,11 +379,8 @@ class MessageLog(ScrollView, can_focus=True):
         if r.sender == self.me and r.state in STATE_GLYPH:
             sglyph, sstyle = STATE_GLYPH[r.state]
             body.append(f"  {sglyph}", style=sstyle)
-        body_lines = body.wrap(console, max(10, width - indent))
         strips = above
-        for n, line in enumerate(body_lines or [Text()]):
-            head = prefix if n == 0 else Text(" " * indent)
-            full = Text.assemble(head, line)
+        for full in lay_out(console, prefix, body, width):
             strips.append(Strip(full.render(console), full.cell_len).apply_style(base))  # the pane's background
         return strips
 
