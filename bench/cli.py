@@ -11,19 +11,23 @@ import json
 import sys
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from shared.extras import require
 
 from . import __version__, machine
-from . import console as out
 from . import targets as targets_mod
 from .suites import BY_NAME, SUITES, Suite
+
+if TYPE_CHECKING:  # rich is the bench extra's: imported once the arguments are parsed
+    from rich.console import Console
 
 
 @contextmanager
 def progress_bar(console: Console, title: str):
     """A rich progress line; yields ``step(label)`` that advances it and shows ``label``."""
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
     with Progress(SpinnerColumn(), TextColumn("[bold]{task.fields[title]}[/] {task.description}"), BarColumn(),
                   TextColumn("{task.completed} steps"), TimeElapsedColumn(), console=console, transient=True) as prog:
         task = prog.add_task("starting", total=None, title=title)
@@ -35,6 +39,8 @@ def progress_bar(console: Console, title: str):
 
 
 def _run(console: Console, suite: Suite, args: argparse.Namespace, results: dict) -> None:
+    from . import console as out
+
     with progress_bar(console, suite.name) as step:
         results[suite.name] = suite.run(args, step)
     out.print_suite(console, suite, results[suite.name])
@@ -44,6 +50,7 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="e2ee-bench", description=__doc__.splitlines()[0])
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--version", action="version", version=f"e2ee-bench {__version__}")
     common.add_argument("--quick", action="store_true", help="small loops (< 30 s per suite), for CI smoke runs")
     common.add_argument("--json", dest="json_path", help="write results and machine facts to this JSON file")
     common.add_argument("-n", type=int, default=None, help="iterations per operation (default 1000; quick 60)")
@@ -67,6 +74,11 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``e2ee-bench``; returns the exit code."""
     args = _parser().parse_args(argv)
+    require("e2ee-bench", "bench")  # --help and --version need no extra; every suite does
+    from rich.console import Console
+
+    from . import console as out
+
     console = Console() if sys.stdout.isatty() else Console(width=200)
     if args.command == "report" and args.from_json:
         results = json.loads(Path(args.from_json).read_text())

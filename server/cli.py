@@ -10,6 +10,8 @@ import socket
 import sys
 from typing import TYPE_CHECKING, Any
 
+from shared.extras import require
+
 from . import __version__
 from .settings import Settings, hostile_tooling
 
@@ -40,6 +42,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """``e2ee-relay``: parse ``argv`` (``sys.argv[1:]`` if None) and run the command; the exit status."""
     args = vars(_parser().parse_args(argv))
+    require("e2ee-relay", "server")  # --help and --version need no extra; everything below does
     command = args.pop("command")
     try:
         settings = Settings.from_env(**args)

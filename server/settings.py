@@ -13,8 +13,6 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-import platformdirs
-
 from shared.envelope import DEFAULT_MAX_ENVELOPE_BYTES, DEFAULT_MAX_RECIPIENTS
 
 if TYPE_CHECKING:  # cryptography is imported when a key is loaded, not at import
@@ -40,6 +38,8 @@ def hostile_tooling() -> ModuleType:
 
 
 def _default_data_dir() -> str:
+    import platformdirs  # the server extra's: imported when a relay runs, not for --help
+
     return platformdirs.user_data_dir("e2ee-relay", appauthor=False)
 
 

@@ -20,15 +20,13 @@ import sqlite3
 import sys
 import tempfile
 from pathlib import Path
-
-from rich.console import Console
-from rich.table import Table
+from typing import TYPE_CHECKING
 
 from bench import __version__
-from bench.tools.relayproc import RelayProcess
-from client_tui.core import ChatClient, MessageReceived
-from client_tui.display import shorten
-from client_tui.levels import LevelClient, LevelMessage
+from shared.extras import require
+
+if TYPE_CHECKING:  # the demo extra's libraries: imported once the arguments are parsed
+    from rich.console import Console
 
 SCRIPT = [
     ("alice", "Hello team! 👋 The launch plan is in the shared folder."),
@@ -67,6 +65,9 @@ def search(paths: list[Path], texts: list[str]) -> list[tuple[str, str, str]]:
 
 async def run_chat(relay_url: str, profiles: Path, console: Console, level: int = 4) -> dict[str, list]:
     """Register the three users, create the group and run :data:`SCRIPT`; return what each received."""
+    from client_tui.core import ChatClient, MessageReceived
+    from client_tui.levels import LevelClient, LevelMessage
+
     accounts = {u: ChatClient(relay_url, u, profiles, kdf={"iterations": 2, "memory_kib": 19456, "lanes": 1})
                 for u in USERS}
     console.print("[bold]1.[/] registering alice, bob, carol (RSA-3072 + Ed25519 keys generated locally)")
@@ -107,6 +108,8 @@ async def run_chat(relay_url: str, profiles: Path, console: Console, level: int 
 
 def run_level(level: int, root: Path, console: Console) -> tuple[dict[str, list], list, Path]:
     """Run the chat at ``level`` with its own relay; return (received, hits, relay folder)."""
+    from bench.tools.relayproc import RelayProcess
+
     relay_dir = root / f"relay-l{level}"
     extra = [] if level == 4 else ["--level", str(level), "--demo-level"]
     relay = RelayProcess(relay_dir, extra_args=extra).start()
@@ -122,6 +125,8 @@ def run_level(level: int, root: Path, console: Console) -> tuple[dict[str, list]
 
 
 def print_screens(received: dict[str, list], console: Console) -> None:
+    from rich.table import Table
+
     for user in USERS:
         table = Table(title=f"{user}'s screen", show_lines=False, title_justify="left")
         table.add_column("seq", justify="right")
@@ -133,6 +138,8 @@ def print_screens(received: dict[str, list], console: Console) -> None:
 
 
 def print_stored(relay_dir: Path, console: Console) -> None:
+    from client_tui.display import shorten
+
     db = sqlite3.connect(f"file:{relay_dir / 'relay.db'}?mode=ro", uri=True)
     seq, size, env = db.execute("SELECT seq, size, envelope FROM messages ORDER BY seq LIMIT 1").fetchone()
     rows = db.execute("SELECT count(*) FROM messages").fetchone()[0]
@@ -166,6 +173,9 @@ def _main(argv: list[str] | None) -> int:
                              "(status 1 if any attacker read anything); --only NAME... picks some")
     parser.add_argument("--only", nargs="+", metavar="NAME", help="with --attacks: only these attacks")
     args = parser.parse_args(argv)
+    require("e2ee-demo", "demo")  # --help and --version need no extra; the demo runs a relay and clients
+    from rich.console import Console
+
     if args.attacks:
         from . import attacks
 

@@ -1,0 +1,93 @@
+"""``e2ee-chat``'s arguments, and its entry point: parsing needs no extra (``--help`` and
+``--version`` work on any install), then :func:`shared.extras.require` checks the client extra
+before :mod:`client_tui.cli`, which imports the client's libraries, runs the command."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from shared.extras import require
+
+from . import __version__
+
+
+def _common(p: argparse.ArgumentParser, *, sub: bool) -> None:
+    """The options of the program and of every sub-command (``--version`` at every level)."""
+    default = argparse.SUPPRESS if sub else None
+    p.add_argument("--version", action="version", version=f"e2ee-chat {__version__}")
+    p.add_argument("--server", default=argparse.SUPPRESS if sub else os.environ.get("E2EE_SERVER",
+                                                                                    "http://127.0.0.1:8765"),
+                   help="relay address (E2EE_SERVER; default http://127.0.0.1:8765)")
+    p.add_argument("--user", default=default, help="your username (E2EE_USER; default: the only account here)")
+    p.add_argument("--profile", type=Path, default=default,
+                   help="folder for keystores and caches (E2EE_PROFILE; default: the user data folder)")
+    p.add_argument("--cafile", default=default, help="trust this relay certificate (PEM) too (E2EE_CAFILE)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="e2ee-chat", description="End-to-end encrypted terminal chat.",
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog="Sub-commands: register, send, tail, search, keys (e2ee-chat SUB-COMMAND "
+                                       "--help).")
+    _common(p, sub=False)
+    p.add_argument("--register", action="store_true", help="create the account and its keys first")
+    p.add_argument("--bits", type=int, default=3072, choices=[2048, 3072, 4096], help="RSA wrap key size")
+    p.add_argument("--with", dest="with_", type=lambda s: [u for u in s.split(",") if u], default=None,
+                   help="start a conversation with these users (comma-separated)")
+    p.add_argument("--title", help="title of the new conversation")
+    p.add_argument("--conversation", help="open this conversation id")
+    sub = p.add_subparsers(dest="command", metavar="{register,send,tail,search,keys}")
+    p.subcommands = {}
+
+    def add(name: str, text: str) -> argparse.ArgumentParser:
+        sp = sub.add_parser(name, help=text, description=text)
+        _common(sp, sub=True)
+        p.subcommands[name] = sp
+        return sp
+
+    r = add("register", "create an account: keys made here, both secrets typed twice")
+    r.add_argument("--bits", type=int, default=3072, choices=[2048, 3072, 4096], help="RSA wrap key size")
+
+    s = add("send", "send one message and print its sequence number")
+    target = s.add_mutually_exclusive_group(required=True)
+    target.add_argument("--to", type=lambda v: [u for u in v.split(",") if u],
+                        help="recipients (comma-separated); their newest shared conversation, or a new one")
+    target.add_argument("--conversation", dest="conversation", help="conversation id")
+    s.add_argument("--text", required=True, help="the message ('-' reads standard input)")
+    s.add_argument("--title", help="title if a conversation is created")
+    s.add_argument("--wait-delivered", type=float, default=0, metavar="SECONDS",
+                   help="also wait until every member acknowledged it")
+
+    t = add("tail", "print the latest messages, then new ones (offline: the stored ones)")
+    t.add_argument("--conversation", help="only this conversation")
+    t.add_argument("-n", "--lines", type=int, default=10, help="stored messages to print first (default 10)")
+    t.add_argument("-f", "--follow", action="store_true", help="keep running and print messages as they arrive")
+    t.add_argument("--json", action="store_true", help="one JSON object per line")
+
+    q = add("search", "search your decrypted history on this machine (no relay needed)")
+    q.add_argument("text", help='words (all must occur) or "a phrase"; case does not matter')
+    q.add_argument("--conversation", help="only this conversation")
+    q.add_argument("-n", "--limit", type=int, default=50, help="most results, newest first (default 50)")
+    q.add_argument("--json", action="store_true", help="one JSON object per line")
+
+    k = add("keys", "show, export, import, accept, verify or rotate keys")
+    k.add_argument("action", choices=["show", "export", "import", "accept", "verify", "rotate"])
+    k.add_argument("contact", nargs="?", help="the contact (accept, verify, show)")
+    k.add_argument("--file", type=Path, help="export to / import from this file")
+    k.add_argument("--compare", metavar="NUMBER",
+                   help="verify: the safety number you compared with the contact (or the WRAP.SIGN key-id "
+                        "prefixes 'keys show' printed); required while a key change is pending. accept: the "
+                        "same, required for a new key that the pinned key did not sign")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The ``e2ee-chat`` program: exits 0 after ``--help``/``--version``, 2 on a usage error or
+    without the client extra (one line naming it), else :func:`client_tui.cli.main`'s status."""
+    build_parser().parse_args(argv)
+    require("e2ee-chat", "client")
+    from . import cli
+
+    return cli.main(argv)
