@@ -16,6 +16,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 from .core.record import Record
+from .dialogwork import is_open, outlive
 from .safe import one_line, plain
 
 PREVIEW_CHARS = 60
@@ -69,12 +70,13 @@ class AudienceScreen(ModalScreen[str | None]):
 
     @work(exclusive=True)
     async def _decide(self, choice: str) -> None:
-        outbox = self.client.outgoing
+        outbox, cid = self.client.outgoing, self.record.conversation
         if choice == "send":
-            await outbox.approve(self.record.conversation, self.shown)
+            await outlive(self, outbox.approve(cid, self.shown), "sending to the larger audience")
         else:
-            await outbox.decline(self.record.conversation)
-        self.dismiss(choice)
+            await outlive(self, outbox.decline(cid), "declining the larger audience")
+        if is_open(self):  # closed meanwhile ("Later"): dismissing now would close the screen below it
+            self.dismiss(choice)
 
 
 def ask(screen, record: Record) -> None:

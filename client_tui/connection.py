@@ -20,6 +20,7 @@ from textual.widgets import Button, Input, Label, Static
 from shared.errors import E2EEError
 
 from .core import ChatClient, ClientError, ConnectionState
+from .dialogwork import is_open
 from .safe import one_line, plain
 from .userwords import describe
 
@@ -108,6 +109,8 @@ class PasswordScreen(ModalScreen[bool]):
         try:
             await log_in_again(self.client, password)
         except ClientError as exc:
+            if not is_open(self):  # cancelled meanwhile ("Stay offline"): its widgets may be gone
+                return
             if exc.status in (401, 403):
                 self.query_one("#error", Label).update(plain(f"refused again: {describe(exc)}", "bold red"))
                 self.query_one("#relogin-password", Input).value = ""
@@ -115,6 +118,8 @@ class PasswordScreen(ModalScreen[bool]):
             self.dismiss(True)  # unreachable: the session logs in with it when the relay answers
             return
         except E2EEError as exc:
-            self.query_one("#error", Label).update(plain(describe(exc), "bold red"))
+            if is_open(self):
+                self.query_one("#error", Label).update(plain(describe(exc), "bold red"))
             return
-        self.dismiss(True)
+        if is_open(self):  # dismissing a closed dialog would close the screen below it
+            self.dismiss(True)

@@ -21,6 +21,7 @@ from shared.keys import fingerprint, safety_number
 from shared.names import canonical_username
 
 from .core import ChatClient, KeyNotShown
+from .dialogwork import is_open, outlive
 from .safe import one_line, plain, toast
 
 if TYPE_CHECKING:
@@ -79,11 +80,13 @@ class NewConversationScreen(ModalScreen[str | None]):
     @work(exclusive=True)
     async def _run(self, title: str, members: list[str]) -> None:
         try:
-            conv = await self.client.create_conversation(title, members)
+            conv = await outlive(self, self.client.create_conversation(title, members), "new conversation")
         except E2EEError as exc:
-            self.query_one("#error", Label).update(plain(f"{exc.message} ({exc.code})", "red"))
+            if is_open(self):
+                self.query_one("#error", Label).update(plain(f"{exc.message} ({exc.code})", "red"))
             return
-        self.dismiss(conv)
+        if is_open(self):  # closed meanwhile: dismissing now would close the screen below it
+            self.dismiss(conv)
 
 
 class MembersScreen(ModalScreen[None]):
@@ -127,9 +130,13 @@ class MembersScreen(ModalScreen[None]):
     @work(exclusive=True)
     async def _run(self, add: list[str], remove: list[str]) -> None:
         try:
-            await self.client.change_members(self.conversation, add=add, remove=remove)
+            await outlive(self, self.client.change_members(self.conversation, add=add, remove=remove),
+                          "members change")
         except E2EEError as exc:
-            self.query_one("#error", Label).update(plain(f"{exc.message} ({exc.code})", "red"))
+            if is_open(self):
+                self.query_one("#error", Label).update(plain(f"{exc.message} ({exc.code})", "red"))
+            return
+        if not is_open(self):  # closed meanwhile (its widgets may be gone): the chat screen shows the change
             return
         for i in ("add", "remove"):
             self.query_one(f"#{i}", Input).value = ""

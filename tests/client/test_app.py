@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from textual import events
 from textual.widgets import Checkbox, Input, Select
 
@@ -239,6 +240,63 @@ async def test_unread_counts_switching_and_the_members_dialog(make_client):
         await wait_until(lambda: any(r.text == "hello carol" for r in app.chat.records))
     await alice.close()
     await carol.close()
+
+
+@pytest.mark.parametrize("release", ["widgets_removed", "dialog_removed"])
+async def test_closing_the_members_dialog_while_its_change_runs(make_client, monkeypatch, release):
+    """Escape while a members change runs: Textual removes the dialog's widgets, then the dialog,
+    whose unmount cancels its workers. A change that ended in between updated the removed
+    member list: NoMatches failed the worker and closed the app (the unread-counts test, 2 runs
+    in 14 under load). One still running when the dialog went was cancelled halfway: the
+    statement never posted, or posted with the cache and the chat screen never told. Here the
+    change is held until the dialog's widgets (or the dialog) are gone, then let through."""
+    from client_tui.core import membership_ops
+
+    alice, bob = await make_client("alice"), await make_client("bob")
+    await make_client("carol")
+    conv = await alice.create_conversation("pair", ["bob"])
+    held, gate = asyncio.Event(), asyncio.Event()
+    post = membership_ops._post
+
+    async def held_post(*args, **kw):
+        held.set()
+        await gate.wait()
+        return await post(*args, **kw)
+
+    monkeypatch.setattr(membership_ops, "_post", held_post)
+    app = ChatApp(bob, conv)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(lambda: bob.online)
+        await pilot.press("ctrl+g")
+        await wait_until(lambda: screen_ready(app, MembersScreen, focus="#add"))
+        dialog = app.screen
+        prune = app._prune
+
+        async def prune_around_the_change(*nodes, **kw) -> None:
+            if dialog not in nodes:
+                return await prune(*nodes, **kw)
+            if release == "widgets_removed":  # the window between its widgets' removal and its own
+                await prune(*dialog.children, parent=dialog)
+                gate.set()
+                await wait_until(lambda: all(w.is_finished for w in app.workers if w.node is dialog))
+                await prune(*nodes, **kw)
+            else:
+                await prune(*nodes, **kw)
+                gate.set()
+
+        app._prune = prune_around_the_change
+        await pilot.press(*"carol", "enter")
+        await held.wait()
+        await pilot.press("escape")
+        await wait_until(lambda: "carol" in bob.members[conv])
+        await wait_until(lambda: "carol" in str(app.chat.query_one("#title").render()))  # ConversationsChanged
+        assert app.is_running and app.screen is app.chat
+        await wait_until(lambda: gate.is_set() and not dialog.is_attached)
+        cached = {c["id"]: c for c in await bob.history.conversations()}
+        assert "carol" in cached[conv]["members"]
+        await pilot.press(*"hello carol", "enter")
+        await wait_until(lambda: any(r.text == "hello carol" for r in app.chat.records))
+    await alice.close()
 
 
 async def test_a_counter_gap_is_shown_if_it_stays_open_and_removed_when_filled(make_client, monkeypatch):
