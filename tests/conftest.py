@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -10,13 +12,24 @@ from client_tui.core import ChatClient
 from shared.keys import Identity
 from tests.helpers.clients import close_all
 from tests.helpers.config import FAST_KDF, PASSWORD, TEST_BITS, passphrase
-from tests.helpers.relays import allow_processes, marked_process, start_relay
+from tests.helpers.relays import allow_processes, marked_process, relay_pids, start_relay
 from tests.helpers.world import World
 
 
 @pytest.fixture(autouse=True)
 def _relay_processes_only_when_marked(request):
     allow_processes(marked_process(request))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_relay_process_outlives_the_run(tmp_path_factory):
+    """After the session: no relay process with a data folder of this run is alive (a test or tool
+    that leaks one fails the run here; the leaked relays are killed)."""
+    yield
+    left = relay_pids(tmp_path_factory.getbasetemp())
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert not left, f"relay processes of this test run still alive after it (killed now): {left}"
 
 
 @pytest.fixture(scope="session")

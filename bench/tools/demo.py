@@ -16,6 +16,7 @@ import argparse
 import asyncio
 import base64
 import json
+import signal
 import sqlite3
 import sys
 import tempfile
@@ -112,10 +113,11 @@ def run_level(level: int, root: Path, console: Console) -> tuple[dict[str, list]
 
     relay_dir = root / f"relay-l{level}"
     extra = [] if level == 4 else ["--level", str(level), "--demo-level"]
-    relay = RelayProcess(relay_dir, extra_args=extra).start()
-    console.print(f"relay (level {level}) at {relay.url} (pid {relay.proc.pid}), database {relay_dir / 'relay.db'}")
+    relay = RelayProcess(relay_dir, extra_args=extra)
     texts = [t for _, t in SCRIPT]
-    try:
+    try:  # from before the relay exists: Ctrl+C at any point stops it
+        relay.start()
+        console.print(f"relay (level {level}) at {relay.url} (pid {relay.proc.pid}), database {relay_dir / 'relay.db'}")
         received = asyncio.run(run_chat(relay.url, root / f"clients-l{level}", console, level))
         hits = search([relay_dir / n for n in ("relay.db", "relay.db-wal", "relay.log", "relay.stdout")], texts)
     finally:
@@ -154,12 +156,20 @@ def print_stored(relay_dir: Path, console: Console) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the demo; Ctrl+C ends it quietly with status 130 (the relays it started are stopped)."""
+    """Run the demo; Ctrl+C ends it quietly with status 130, SIGTERM with 143 (the relays it started
+    are stopped either way)."""
+    previous = signal.signal(signal.SIGTERM, _terminated)
     try:
         return _main(argv)
     except KeyboardInterrupt:
         print("\ne2ee-demo: interrupted", file=sys.stderr)
         return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _terminated(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)  # unwinds through the finally blocks that stop the relays
 
 
 def _main(argv: list[str] | None) -> int:

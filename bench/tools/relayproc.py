@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
 import signal
 import socket
 import ssl
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx2
@@ -19,6 +23,36 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+_LIVE: set[RelayProcess] = set()  # started and not yet stopped: stopped at the latest when Python exits
+
+
+@atexit.register
+def stop_all() -> None:
+    """Stop every relay this process started and has not stopped (SIGTERM, then SIGKILL)."""
+    for relay in list(_LIVE):
+        relay.stop()
+
+
+@contextlib.contextmanager
+def sigint_deferred() -> Iterator[None]:
+    """Hold back Ctrl+C (SIGINT) for the block and deliver it after: a child started or stopped inside
+    is then always recorded or reaped. Outside the main thread (no signal handlers there) it does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pending: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: pending.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if pending:
+            if callable(previous):
+                previous(signal.SIGINT, None)
+            elif previous == signal.SIG_DFL:
+                os.kill(os.getpid(), signal.SIGINT)
 
 
 class RelayProcess:
@@ -60,44 +94,65 @@ class RelayProcess:
     def start(self, timeout: float = 30) -> RelayProcess:
         """Start the relay and wait until ``/healthz`` answers.
 
+        The child is bound to this object from the moment it exists: Ctrl+C is held back while it is
+        spawned, any exception while waiting for it (KeyboardInterrupt included) stops it, and a
+        relay still running when Python exits is stopped then (``atexit``).
+
         Raises:
             RuntimeError: the process exited or did not answer within ``timeout`` seconds.
         """
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        out = open(self.data_dir / "relay.stdout", "ab")  # owned by the child
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "server", "serve", "--data-dir", str(self.data_dir), "--port", str(self.port),
-             *self.extra_args],
-            stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **self.env},
-        )
-        out.close()
+        try:
+            self._spawn()
+            self._wait_ready(timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _spawn(self) -> None:
+        with sigint_deferred(), open(self.data_dir / "relay.stdout", "ab") as out:  # the child keeps its copy
+            _LIVE.add(self)
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "server", "serve", "--data-dir", str(self.data_dir), "--port", str(self.port),
+                 *self.extra_args],
+                stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **self.env},
+            )
+
+    def _wait_ready(self, timeout: float) -> None:
+        assert self.proc is not None
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"relay exited with {self.proc.returncode}; see {self.data_dir / 'relay.stdout'}")
             try:
                 if httpx2.get(self.url + "/healthz", timeout=1, verify=self.ssl_context() or True).status_code == 200:
-                    return self
+                    return
             except httpx2.HTTPError:
                 pass
             time.sleep(0.05)
-        self.stop()
         raise RuntimeError(f"relay did not answer on {self.url} within {timeout} s")
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 10) -> int | None:
-        """Stop the relay (SIGTERM: graceful; SIGKILL: crash) and return its exit code."""
-        if self.proc is None:
-            return None
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
+        """Stop the relay (SIGTERM: graceful; SIGKILL: crash) and return its exit code (None if it was
+        not running). A relay not gone ``timeout`` seconds after ``sig`` is killed. Ctrl+C during the
+        stop is held back until the relay has been reaped."""
+        with sigint_deferred():
+            _LIVE.discard(self)
+            proc, self.proc = self.proc, None
+            if proc is None:
+                return None
             try:
-                self.proc.wait(timeout)
+                if proc.poll() is None:
+                    proc.send_signal(sig)
+                    proc.wait(timeout)
             except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        code = self.proc.returncode
-        self.proc = None
-        return code
+                pass
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+            return proc.returncode
 
     def __enter__(self) -> RelayProcess:
         return self.start()

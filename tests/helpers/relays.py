@@ -59,3 +59,23 @@ def db_count(relay, sql: str = "SELECT count(*) FROM messages") -> int:
         return db.execute(sql).fetchone()[0]
     finally:
         db.close()
+
+
+def relay_pids(under: Path) -> list[int]:
+    """Process ids of the ``python -m server serve`` relays alive on this machine whose ``--data-dir``
+    is ``under`` or inside it (read from ``/proc/<pid>/cmdline``; zombies excluded)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            args = (proc / "cmdline").read_bytes().split(b"\0")
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:  # gone meanwhile
+            continue
+        if state == "Z" or b"server" not in args or b"serve" not in args or b"--data-dir" not in args:
+            continue
+        data_dir = Path(args[args.index(b"--data-dir") + 1].decode(errors="replace"))
+        if data_dir == under or under in data_dir.parents:
+            found.append(int(proc.name))
+    return found
