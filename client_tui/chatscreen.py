@@ -77,6 +77,9 @@ class ChatScreen(ChatDialogs, Screen):
         self._shown: dict[str, Text] = {}
         self._label_shown: dict[str, Text] = {}
         self.state_log = StateLog()
+        self.drafts: dict[str, str] = {}
+        """Unsent text per conversation id: kept when another conversation is opened, put back in
+        the composer on return (text typed for one audience never goes to another)."""
 
     # -- layout ------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -198,7 +201,17 @@ class ChatScreen(ChatDialogs, Screen):
         self.query_one("#composer", Composer).focus()
 
     def open_conversation(self, cid: str, show: Record | None = None) -> None:
-        """Show conversation ``cid`` (and select the message ``show``, e.g. a search result)."""
+        """Show conversation ``cid`` (and select the message ``show``, e.g. a search result).
+
+        The composer's unsent text stays with the conversation it was typed in (``drafts``)."""
+        if cid != self.conversation:
+            composer = self.query_one("#composer", Composer)
+            if composer.text:
+                self.drafts[self.conversation] = composer.text
+            else:
+                self.drafts.pop(self.conversation, None)
+            composer.text = self.drafts.pop(cid, "")
+            composer.move_cursor(composer.document.end)
         self.conversation = cid
         self.client.mark_read(cid)
         self._update("#title", self.title_text())
@@ -336,31 +349,34 @@ class ChatScreen(ChatDialogs, Screen):
         if not text.strip():
             return
         if not self.conversation:
-            self._give_back(text)
+            self._give_back("", text)
             toast(self.app, "no conversation yet: start one with Ctrl+N", severity="warning")
             return
         blocked = self.client.blocked_by(self.conversation)
         if blocked:
-            self._give_back(text)
+            self._give_back(self.conversation, text)
             self.update_banner()
             toast(self.app, f"not sent: {', '.join(blocked)}'s key changed. Review it with Ctrl+K.",
                   severity="error", title="blocked")
             return
         self._send(self.conversation, text)
 
-    def _give_back(self, text: str) -> None:
-        """Put unsent text back in the composer (unless the user already typed something new)."""
+    def _give_back(self, cid: str, text: str) -> None:
+        """Put text that was not sent back where it was written: the composer if conversation
+        ``cid`` is still open, else that conversation's draft. Text typed since is kept after it."""
+        if cid != self.conversation:
+            self.drafts[cid] = f"{text}\n{self.drafts[cid]}" if self.drafts.get(cid) else text
+            return
         composer = self.query_one("#composer", Composer)
-        if not composer.text:
-            composer.text = text
-            composer.move_cursor(composer.document.end)
+        composer.text = f"{text}\n{composer.text}" if composer.text else text
+        composer.move_cursor(composer.document.end)
 
     @work(group="send")
     async def _send(self, cid: str, text: str) -> None:
         try:
             await self.client.queue_text(cid, text)
         except (KeyChangeBlocked, EnvelopeTooLarge, E2EEError) as exc:
-            self._give_back(text)  # nothing was sent
+            self._give_back(cid, text)  # nothing was sent
             self.update_banner()
             toast(self.app, f"not sent: {exc.message}", severity="error", title=exc.code)
             return
