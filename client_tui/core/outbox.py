@@ -102,7 +102,9 @@ class Outbox:
 
     # -- queueing and sealing --------------------------------------------------------------------
     async def queue(self, conversation: str, text: str, hold: bool) -> Outgoing:
-        """Seal ``text`` for the conversation's members and put it in the outbox.
+        """Seal ``text`` for the conversation's members and put it in the outbox. While the relay
+        does not answer and a key is missing to seal it here, it waits unsealed (``sending``) for the
+        audience verified here (:meth:`_written_offline`) and is sealed on sending.
 
         Raises:
             EnvelopeTooLarge (before any crypto), KeyChangeBlocked, MemberWithoutKey, ClientError.
@@ -113,7 +115,10 @@ class Outbox:
         if size * 4 // 3 > max_bytes:
             raise EnvelopeTooLarge(f"message is {size} bytes; the relay accepts envelopes up to {max_bytes} bytes "
                                    f"(about {max_bytes * 3 // 4 - 1024} bytes of text)", field="text")
-        recipients = await c.recipients_for(conversation)
+        try:
+            recipients: Audience | None = await c.recipients_for(conversation)
+        except ClientError as exc:  # the relay does not answer (a member's keys were never fetched):
+            recipients, agreed = None, self._written_offline(conversation, exc)  # sealed on sending
         counters = c.progress.counters
         counter = counters[conversation] = counters.get(conversation, 0) + 1
         rec = Record(secrets.token_hex(8), conversation, c.username, text, None, None, c._next_pos(),
@@ -121,7 +126,11 @@ class Outbox:
         item = self._item(rec, hold)
         self.items.append(item)
         try:
-            await self.seal(item, recipients)
+            if recipients is not None:
+                await self.seal(item, recipients)
+            else:
+                rec.state, rec.info.audience = RecordState.SENDING, agreed
+                item.sealed.set()  # Outbox._transmit seals it once the relay answers
         except BaseException:
             self.items.remove(item)
             if counters.get(conversation) == counter:
@@ -132,6 +141,22 @@ class Outbox:
         await c.events.put(RecordChanged(rec, new=True))
         self.wake.set()
         return item
+
+    def _written_offline(self, conversation: str, exc: ClientError) -> AgreedAudience:
+        """The audience a message written while the relay does not answer is for: the members of
+        the newest epoch verified here, which the user was shown. It is sealed on sending, after the
+        keys it needs are fetched and the log verified again; anyone who joined meanwhile makes it
+        wait for its author (``audience_grew``), as for a message sealed before they joined.
+
+        Raises:
+            ClientError: ``exc`` again: the relay answered (a refusal), or no verified log of
+                ``conversation`` that I am a member of is kept here.
+        """
+        head = self.c.membership.head(conversation)
+        if exc.code not in NOT_ANSWERED or head is None or head.member(self.c.username) is None:
+            raise exc
+        log.info("relay unreachable: a message to %s waits unsealed in the outbox (epoch %d)", conversation, head.ep)
+        return AgreedAudience(head.ep, list(head.usernames))
 
     async def seal(self, item: Outgoing, audience: Audience) -> None:
         """Seal ``item`` (again) for ``audience`` in a worker thread; it becomes ``sending``.
@@ -228,7 +253,7 @@ class Outbox:
         if rec.envelope is None:  # re-seal after a restart in the middle of sealing
             try:
                 await self.seal(item, await self.c.recipients_for(rec.conversation))
-            except KeyChangeBlocked as exc:
+            except KeyChangeBlocked as exc:  # AudienceGrew included: its author decides
                 await self.block(item, exc)
                 return True
             except ClientError as exc:
@@ -239,6 +264,7 @@ class Outbox:
             except E2EEError as exc:
                 await self.fail(item, exc)
                 return True
+            await self._record(rec)  # kept with its envelope: sent again as it is after a restart
         assert rec.mid is not None and rec.envelope is not None
         try:
             seq = await asyncio.wait_for(self.submit(link, rec.conversation, rec.envelope, rec.mid), SEND_TIMEOUT_S)
