@@ -37,7 +37,7 @@ from .core.transport import tls_label
 from .inspector import inspect_record
 from .messagelog import MAX_ROWS, MessageLog
 from .safe import one_line, plain, toast
-from .widgets import Composer
+from .widgets import Composer, title_and_badges
 
 NARROW_COLS = 100
 """Below this width the sidebar gets narrower, and hides while the inspector is open."""
@@ -161,25 +161,28 @@ class ChatScreen(ChatDialogs, Screen):
             self._last_state_event = event
 
     # -- conversations -----------------------------------------------------------------------------
-    def _conv_label(self, cid: str) -> Text:
+    def _conv_label(self, cid: str) -> tuple[Text, Text]:
+        """(the title, the badges: unread count, ⚠, muted) of ``cid``'s line in the list."""
         c = self.client
         t = plain(c.titles.get(cid, cid), "strike dim" if cid in c.inactive else "", newlines=False)
+        badges = Text()
         n = c.unread.get(cid, 0)
         if n and cid != self.conversation:
-            t.append(f"  {n}", style="bold reverse")
+            badges.append(f"  {n}", style="bold reverse")
         if c.blocked_by(cid):
-            t.append(" ⚠", style="bold yellow")
+            badges.append(" ⚠", style="bold yellow")
         if cid in self.app.prefs.muted:
-            t.append(" (muted)", style="dim")
-        return t
+            badges.append(" (muted)", style="dim")
+        return t, badges
 
     def rebuild_conversations(self) -> None:
         lv = self.query_one("#conversations", ListView)
         order = list(self.client.titles)
         if order != self._conv_order:
             self._conv_order = order
-            self._label_shown = {cid: self._conv_label(cid) for cid in order}
-            self._labels = {cid: Label(self._label_shown[cid]) for cid in order}
+            parts = {cid: self._conv_label(cid) for cid in order}
+            self._label_shown = {cid: Text.assemble(*parts[cid]) for cid in order}
+            self._labels = {cid: Label(title_and_badges(*parts[cid])) for cid in order}
             lv.clear()
             lv.extend([ListItem(self._labels[cid], name=cid) for cid in order])
             if self.conversation in order:
@@ -189,10 +192,11 @@ class ChatScreen(ChatDialogs, Screen):
 
     def refresh_conversation_labels(self) -> None:
         for cid, label in self._labels.items():
-            text = self._conv_label(cid)
+            parts = self._conv_label(cid)
+            text = Text.assemble(*parts)
             if self._label_shown.get(cid) != text:
                 self._label_shown[cid] = text
-                label.update(text)
+                label.update(title_and_badges(*parts))
 
     @on(ListView.Selected, "#conversations")
     def _picked(self, event: ListView.Selected) -> None:

@@ -3,6 +3,8 @@ live in :mod:`.messagelog`, :mod:`.inspector` and :mod:`.safe` (re-exported here
 
 from __future__ import annotations
 
+from rich.table import Table
+from rich.text import Text
 from textual import events
 from textual.binding import Binding
 from textual.message import Message
@@ -14,7 +16,8 @@ from .inspector import inspect_record, reason_words, unreadable_text
 from .messagelog import MessageLog
 from .safe import harmless
 
-__all__ = ["Composer", "MessageLog", "harmless", "inspect_record", "reason_words", "unreadable_text"]
+__all__ = ["Composer", "MessageLog", "harmless", "inspect_record", "reason_words", "title_and_badges",
+           "unreadable_text"]
 
 
 class Composer(TextArea):
@@ -70,3 +73,21 @@ class Composer(TextArea):
             event.prevent_default()
             start, end = self.selection
             self._replace_via_keyboard("\n", start, end)
+
+
+def title_and_badges(title: Text, badges: Text) -> Table:
+    """One line of the conversation list: ``title`` cut short with "…" to leave room for
+    ``badges`` (unread count, ⚠, muted), which are always shown whole.
+
+    Args:
+        title, badges: styled text (one line each).
+    Returns:
+        a Rich grid as wide as the line it is drawn in.
+    """
+    title = title.copy()
+    title.no_wrap, title.overflow = True, "ellipsis"
+    grid = Table.grid(expand=True)
+    grid.add_column(ratio=1, no_wrap=True, overflow="ellipsis")
+    grid.add_column(no_wrap=True)
+    grid.add_row(title, badges)
+    return grid
