@@ -158,17 +158,24 @@ def line(client: ChatClient, r: Record, as_json: bool) -> str:
 
 
 async def tail(args) -> int:
+    """Print the last ``args.lines`` messages in the history's order (the relay's seq; my unsent
+    ones after the last seq known when they were written), then, with ``--follow``, new ones as
+    they arrive. Online without ``--follow``, the relay's messages are synced into the history
+    first, so the lines printed are the newest ones, in that order."""
     client, online = await logged_in(args, offline_ok=True)
     out = sys.stdout
     try:
         if online:
             with contextlib.suppress(E2EEError):
                 await client.refresh_conversations()
+            if not args.follow:
+                await client.connect()
+                await client.wait_synced()
         convs = [args.conversation] if args.conversation else list(client.titles)
         cached: list[Record] = []
         for cid in convs:
             cached += await client.load_history(cid, limit=max(args.lines, 0) or 1)
-        cached.sort(key=lambda r: r.pos)
+        cached.sort(key=lambda r: r.pos)  # each list is in the history's order: (pos, then as stored)
         printed = {r.lid for r in cached}  # lines the refresh above added are in the cache already
         for r in cached[-args.lines:] if args.lines > 0 else []:
             print(line(client, r, args.json), file=out, flush=True)
@@ -183,12 +190,6 @@ async def tail(args) -> int:
             client.start()
             while True:
                 show(await client.events.get())
-        if not online:
-            return 0
-        await client.connect()
-        await client.wait_synced()
-        while not client.events.empty():
-            show(client.events.get_nowait())
         return 0
     finally:
         await client.close()
