@@ -188,6 +188,7 @@ class Inbox:
         await c.events.put(MessageReceived(
             frame.seq, h.cid, h.snd, opened.text, h.mid, h.ts, h.ctr, raw, timings, warning))
         await c.events.put(RecordChanged(rec, new=True))
+        await c.outgoing.keep_last(rec.pos)
         if gap:
             await c.events.put(GapDetected(h.cid, h.snd, gap))
         if not mine:
@@ -206,6 +207,7 @@ class Inbox:
             await c.history.put(rec, c.progress.meta())
         await c.events.put(MessageUnreadable(frame.seq, frame.conversation, frame.sender, exc.code, exc.message))
         await c.events.put(RecordChanged(rec, new=True))
+        await c.outgoing.keep_last(rec.pos)
         self.ack(frame.seq)
 
     # -- counters and gaps -----------------------------------------------------------------------

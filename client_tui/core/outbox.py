@@ -100,6 +100,18 @@ class Outbox:
             await self.c.history.put(rec, meta)
         await self.c.events.put(RecordChanged(rec))
 
+    async def keep_last(self, pos: float) -> None:
+        """Keep my unsent messages after every other record: once a record is placed at ``pos``
+        (a message the relay stored, a membership line) while one of them is at or before it, all
+        of them move after it, in the order they were written (the log and the history show them
+        last until the relay stores them at their seq)."""
+        if not any(item.record.pos <= pos for item in self.items):
+            return
+        self.c._pos = max(self.c._pos, pos)
+        for item in list(self.items):
+            item.record.pos = self.c._next_pos()
+            await self._record(item.record)
+
     # -- queueing and sealing --------------------------------------------------------------------
     async def queue(self, conversation: str, text: str, hold: bool) -> Outgoing:
         """Seal ``text`` for the conversation's members and put it in the outbox. While the relay
@@ -381,6 +393,7 @@ class Outbox:
             self.items.remove(item)
         self.c.inbox.mine_by_seq[seq] = rec
         await self._record(rec)
+        await self.keep_last(rec.pos)
         if not item.done.done():
             item.done.set_result(Sent(rec.mid or "", seq))
         self.wake.set()
