@@ -76,11 +76,41 @@ def _b64len(value: str) -> int:
         return -1
 
 
+def inspect_membership_line(record: Record) -> RenderableType:
+    """What a membership line stands for: a statement of the conversation's membership log signed
+    by its actor (operation, epoch, hash, whether the signature and chain were verified), or a
+    warning about one that was refused. It is no sealed message: it has no envelope."""
+    info = record.info
+    parts: list[RenderableType] = [Text("A membership statement", style="bold")]
+    facts = Table.grid(padding=(0, 2))
+    facts.add_column(style="dim")
+    facts.add_column()
+    facts.add_row("actor", plain(record.sender))
+    if info.op is not None:
+        facts.add_row("operation", plain(info.op))
+    if info.ep is not None:
+        facts.add_row("epoch", str(info.ep))
+    if info.hash is not None:
+        facts.add_row("hash", plain(info.hash))
+    if info.verified:
+        facts.add_row("signature", Text("verified (the actor's signing key, the chain to the epoch before)",
+                                        style="green"))
+    if info.warning:
+        facts.add_row("refused", Text.assemble(plain(info.warning, "bold yellow"),
+                                               plain("  " + (info.detail or ""), "yellow")))
+    parts.append(facts)
+    parts.append(Text("Signed by a member and checked here; the relay only keeps the log and cannot "
+                      "change who is in the conversation. Not a message: nothing was sealed.", style="dim"))
+    return Group(*parts)
+
+
 def inspect_record(record: Record | None, *, kid_names: dict[str, str], me: str) -> RenderableType:
     """What the relay stored for ``record`` (never its plaintext) and what it cost here."""
     if record is None:
         return Text("Select a message (Ctrl+Up / Ctrl+Down, or click one) to see what the relay stored.",
                     style="dim")
+    if record.state == "system":
+        return inspect_membership_line(record)
     parts: list[RenderableType] = []
     title = Text("What the relay stored", style="bold")
     if record.seq is not None:
