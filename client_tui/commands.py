@@ -91,6 +91,7 @@ async def logged_in(args, *, offline_ok: bool = False) -> tuple[ChatClient, bool
 async def register(args) -> int:
     client = client_for(args)
     try:
+        await client.rest.check_level()  # a relay of another level is refused before the key's long wait
         print(f"generating an RSA-{args.bits} key for {client.username}…", file=sys.stderr, flush=True)
         ident = await client.register(args.password, args.passphrase, bits=args.bits)
         print(f"registered {client.username} at {client.server_url}\n  wrap key  {fingerprint(ident.wrap_kid)}\n"

@@ -62,8 +62,8 @@ async def make_client(tmp_path: Path, relay, identities):
     carol and mallory, new ones for anyone else) and returns its client."""
     made: list[ChatClient] = []
 
-    async def make(name: str, *, register: bool = True, url: str | None = None) -> ChatClient:
-        client = ChatClient(url or relay.url, name, tmp_path / "clients", kdf=FAST_KDF)
+    async def make(name: str, *, register: bool = True, url: str | None = None, level: int = 4) -> ChatClient:
+        client = ChatClient(url or relay.url, name, tmp_path / "clients", kdf=FAST_KDF, relay_level=level)
         if register:
             await client.register(PASSWORD, passphrase(name), bits=TEST_BITS, identity=identities.get(name))
         made.append(client)

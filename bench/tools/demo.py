@@ -69,7 +69,8 @@ async def run_chat(relay_url: str, profiles: Path, console: Console, level: int 
     from client_tui.core import ChatClient, MessageReceived
     from client_tui.levels import LevelClient, LevelMessage
 
-    accounts = {u: ChatClient(relay_url, u, profiles, kdf={"iterations": 2, "memory_kib": 19456, "lanes": 1})
+    accounts = {u: ChatClient(relay_url, u, profiles, kdf={"iterations": 2, "memory_kib": 19456, "lanes": 1},
+                              relay_level=level)
                 for u in USERS}
     console.print("[bold]1.[/] registering alice, bob, carol (RSA-3072 + Ed25519 keys generated locally)")
     await asyncio.gather(*(c.register(PASSWORD, f"{u} passphrase") for u, c in accounts.items()))

@@ -33,6 +33,7 @@ async def register(c: ChatClient, password: str, passphrase: str, bits: int, ide
     """See :meth:`ChatClient.register`."""
     if not passphrase:
         raise keystore.KeystoreError("a passphrase is required", field="passphrase")
+    await c.rest.check_level()  # a relay of a lower level learns nothing: no account, no key published
     if identity is None:
         identity = await asyncio.to_thread(Identity.generate, c.username, bits)
     pub = identity.public.to_json()

@@ -49,6 +49,7 @@ from .errors import ClientError
 from .events import ConnectionState, ConnState, Event, RttMeasured, Sent
 from .history import History
 from .inbox import Inbox, Progress
+from .link import REQUIRED_LEVEL
 from .membership import Audience, Membership
 from .outbox import SEND_TIMEOUT_S, Outbox
 from .record import Record
@@ -80,10 +81,15 @@ class ChatClient(Rotation):
         kdf: Argon2id cost override for the keystore (tests use a small one).
         backoff: ``(first, most)`` reconnect delays in seconds (doubling, with jitter).
         clock: the clock token lifetimes are measured on, as intervals (``client_tui.core.tokens``).
+        relay_level: the level the relay must report (``GET /healthz``) before this client registers
+            or logs in; 4, the product's. Only the demonstrations of levels 1-3 (``e2ee-demo``, the
+            bench, their tests) pass a lower one, to make the accounts a
+            :class:`client_tui.levels.LevelClient` then uses: the websocket still refuses any level but 4.
     """
 
     def __init__(self, server_url: str, username: str, profile_root: Path | None = None, kdf: dict | None = None,
-                 backoff: tuple[float, float] = (0.5, 30.0), cafile: str | None = None, clock=time.monotonic) -> None:
+                 backoff: tuple[float, float] = (0.5, 30.0), cafile: str | None = None, clock=time.monotonic,
+                 relay_level: int = REQUIRED_LEVEL) -> None:
         self.server_url = profiles.normalize_url(server_url)  # InvalidRequest for what is not an address
         self.username = canonical_username(username)  # InvalidRequest for a name the relay would refuse
         self.profile = profiles.profile_dir(profile_root or default_profile_root(), server_url, self.username)
@@ -93,7 +99,7 @@ class ChatClient(Rotation):
         self.identity: Identity | None = None
         self.retired: tuple[Identity, ...] = ()
         self.session = RelaySession(clock)  # access token, refresh credential, renewals
-        self.rest = Rest(self.server_url, self.tls, self.session, self.username)
+        self.rest = Rest(self.server_url, self.tls, self.session, self.username, relay_level)
         self.hello: frames.Hello | None = None
         self.events: asyncio.Queue[Event] = asyncio.Queue()
         self.trust = None  # the sealed trust store (client_tui.core.trust), once the keystore is open
@@ -152,6 +158,7 @@ class ChatClient(Rotation):
         ``identity``: use these keys instead of generating new ones (tests, imports).
 
         Raises:
+            DowngradeRefused: the relay reports a level below 4 (nothing is generated nor sent).
             ClientError: the relay refused (e.g. ``conflict`` if the name is taken).
             keystore.KeystoreError: empty passphrase.
         """
@@ -161,7 +168,8 @@ class ChatClient(Rotation):
         """Open the keystore with ``passphrase`` (in a thread) and get a token.
 
         Raises:
-            keystore.WrongPassphrase, keystore.KeystoreError, ClientError.
+            keystore.WrongPassphrase, keystore.KeystoreError, ClientError; DowngradeRefused: the relay
+            reports a level below 4 (no password is sent to it).
         """
         return await account.login(self, password, passphrase)
 

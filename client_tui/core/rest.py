@@ -15,10 +15,11 @@ from typing import Any
 
 import httpx2
 
-from shared.errors import AuthFailed, ErrorCode
+from shared.errors import AuthFailed, DowngradeRefused, ErrorCode
 
 from . import transport
 from .errors import ClientError
+from .link import REQUIRED_LEVEL
 from .tokens import RelaySession
 
 HTTP_TIMEOUT_S = 30.0
@@ -31,10 +32,12 @@ class Rest:
         http: the ``httpx2.AsyncClient`` (tests may replace it with one on a mock transport).
         session: the login session whose tokens authenticate the calls.
         password: a password not accepted yet (the relay was unreachable), else None.
+        level: the security level the relay must report before a registration or a login.
     """
 
-    def __init__(self, server_url: str, tls: ssl.SSLContext, session: RelaySession, username: str) -> None:
-        self.server_url, self.session, self.username = server_url, session, username
+    def __init__(self, server_url: str, tls: ssl.SSLContext, session: RelaySession, username: str,
+                 level: int = REQUIRED_LEVEL) -> None:
+        self.server_url, self.session, self.username, self.level = server_url, session, username, level
         self.http = httpx2.AsyncClient(base_url=server_url, timeout=HTTP_TIMEOUT_S, verify=tls)
         self.password: str | None = None
 
@@ -63,14 +66,37 @@ class Rest:
                               detail=err.get("detail"), status=resp.status_code)
         return data
 
-    async def login(self, password: str) -> None:
-        """Log in with ``password`` (``POST /v1/token``) and adopt the session's tokens. The
-        password is kept only until the relay answers it.
+    async def check_level(self) -> int:
+        """The relay's security level from ``GET /healthz`` (``{"ok": true, "level": N}``), when it
+        is :attr:`level`: asked before anything is sent that a relay of another level should not
+        get (an account, public keys, a password, then conversations). The websocket's hello is
+        checked again when it opens (``shared.session.ClientProtocol``).
 
         Raises:
+            DowngradeRefused: the relay reports a lower level (``field`` ``level``).
+            ClientError: ``protocol`` (no level, or another one), ``unreachable``.
+        """
+        data = await self.request("GET", "/healthz", auth=False)
+        level = data.get("level") if isinstance(data, dict) else None
+        if not isinstance(level, int) or isinstance(level, bool):
+            raise ClientError("the relay did not report its level", code=ErrorCode.PROTOCOL, field="level")
+        if level < self.level:
+            raise DowngradeRefused(f"relay runs level {level}; this client requires {self.level}", field="level")
+        if level != self.level:
+            raise ClientError(f"relay runs level {level}, not {self.level}", code=ErrorCode.PROTOCOL, field="level")
+        return level
+
+    async def login(self, password: str) -> None:
+        """Log in with ``password`` (``POST /v1/token``) and adopt the session's tokens, once the
+        relay reported the required level (:meth:`check_level`). The password is kept only until
+        the relay answers it.
+
+        Raises:
+            DowngradeRefused: the relay reports a lower level (the password is not sent).
             ClientError: refused (``status`` 401/403) or unreachable (the password is kept).
         """
         self.password = password
+        await self.check_level()
         data = await self.request("POST", "/v1/token", {"username": self.username, "password": password}, auth=False)
         self.session.adopt(data)
         self.password = None  # the session's refresh credential keeps us logged in from here

@@ -40,12 +40,15 @@ class World:
                           env=env, process=process)
 
     async def client(self, relay, name: str, *, register: bool = True, connect: bool = True,
-                     url: str | None = None, identity: Identity | None = None, login: bool = True) -> ChatClient:
+                     url: str | None = None, identity: Identity | None = None, login: bool = True,
+                     level: int = 4) -> ChatClient:
         """A ChatClient for ``name`` (keys from the session's fixed identities), its events recorded.
 
         ``register``: a new account (else log in to the existing one, unless ``login`` is False too).
+        ``level``: the relay's (1-3: accounts for a ``LevelClient``; ``ChatClient(relay_level=)``).
         """
-        client = ChatClient(url or relay.url, name, self.root / "clients", kdf=FAST_KDF, backoff=(0.05, 0.5))
+        client = ChatClient(url or relay.url, name, self.root / "clients", kdf=FAST_KDF, backoff=(0.05, 0.5),
+                            relay_level=level)
         self.clients.append(client)
         self.recorders[client] = Recorder(client)
         if register:

@@ -52,7 +52,7 @@ async def chat_l4(world, url: str, texts: dict[str, list[str]]) -> None:
 
 async def chat_l3(world, url: str, texts: dict[str, list[str]]) -> None:
     relay = world.relays[-1]
-    accounts = {u: await world.client(relay, u, url=url, connect=False) for u in USERS}
+    accounts = {u: await world.client(relay, u, url=url, connect=False, level=3) for u in USERS}
     conv = await accounts["alice"].create_conversation("canaries", ["bob", "carol"])
     clients = {u: LevelClient(url, u, 3, token=a.token) for u, a in accounts.items()}
     for c in clients.values():
