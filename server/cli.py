@@ -27,6 +27,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     p.add_argument("command", nargs="?", default="serve", choices=["serve", "migrate", "dev-cert"],
                    help="serve (default), migrate the database, or write a self-signed dev certificate")
+    p.add_argument("--force", action="store_true",
+                   help="dev-cert: replace the certificate that exists (clients trusting it must get the new one)")
     for f in dataclasses.fields(Settings):
         flag = "--" + f.name.replace("_", "-")
         help_text = f"{f.metadata.get('help', '')} (env E2EE_{f.name.upper()})"
@@ -43,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     """``e2ee-relay``: parse ``argv`` (``sys.argv[1:]`` if None) and run the command; the exit status."""
     args = vars(_parser().parse_args(argv))
     require("e2ee-relay", "server")  # --help and --version need no extra; everything below does
-    command = args.pop("command")
+    command, force = args.pop("command"), args.pop("force")
     try:
         settings = Settings.from_env(**args)
     except ValueError as exc:
@@ -54,7 +56,12 @@ def main(argv: list[str] | None = None) -> int:
     if command == "dev-cert":
         from .devcert import write_dev_cert
 
-        cert, key = write_dev_cert(data_dir / "tls")
+        try:
+            cert, key = write_dev_cert(data_dir / "tls", force=force)
+        except FileExistsError as exc:
+            print(f"e2ee-relay: a dev certificate exists already: {exc.filename} (clients trust it with --cafile); "
+                  "kept. To replace it: e2ee-relay dev-cert --force", file=sys.stderr)
+            return 1
         port = settings.port
         print(f"wrote {cert} and {key}\n"
               f"serve with:   e2ee-relay --ssl-certfile {cert} --ssl-keyfile {key}\n"

@@ -85,6 +85,24 @@ def test_dev_cert_prints_the_exact_client_command(tmp_path, capsys):
     assert f"e2ee-chat --server https://127.0.0.1:9443 --cafile {cert}" in out
 
 
+def test_dev_cert_keeps_a_certificate_clients_trust_unless_forced(tmp_path, capsys):
+    """A second ``dev-cert`` would break every client's --cafile: refused, naming the file and
+    --force; with --force a new certificate replaces it."""
+    argv = ["dev-cert", "--data-dir", str(tmp_path)]
+    assert relay_cli.main(argv) == 0
+    cert = tmp_path / "tls" / "cert.pem"
+    first = cert.read_bytes(), (tmp_path / "tls" / "key.pem").read_bytes()
+    capsys.readouterr()
+    assert relay_cli.main(argv) == 1
+    out = capsys.readouterr()
+    assert out.out == "" and out.err.count("\n") == 1
+    assert str(cert) in out.err and "dev-cert --force" in out.err
+    assert (cert.read_bytes(), (tmp_path / "tls" / "key.pem").read_bytes()) == first
+    assert relay_cli.main([*argv, "--force"]) == 0
+    assert cert.read_bytes() != first[0] and (tmp_path / "tls" / "key.pem").read_bytes() != first[1]
+    assert f"--cafile {cert}" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("typed, normal", [
     ("http://127.0.0.1:8765", "http://127.0.0.1:8765"),
     ("HTTP://LocalHost:8765/", "http://localhost:8765"),
