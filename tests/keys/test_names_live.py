@@ -131,6 +131,8 @@ def test_keystores_open_with_either_form_and_legacy_ones_are_upgraded(tmp_path, 
 
 async def test_a_registration_answer_for_another_name_is_refused_and_makes_no_folder(tmp_path, identities):
     def relay(request: httpx2.Request) -> httpx2.Response:
+        if request.url.path == "/healthz":  # a level-4 relay, as asked before registering
+            return httpx2.Response(200, json={"ok": True, "level": 4})
         return httpx2.Response(201, json={"username": "../../evil", "wrap_kid": "x", "sign_kid": "y"})
 
     client = ChatClient("http://127.0.0.1:9", "alice", tmp_path / "profiles", kdf=FAST_KDF)
