@@ -44,7 +44,7 @@ from . import commands, credentials
 from .cliargs import build_parser
 from .commands import EXIT_BLOCKED, EXIT_FAILED, err
 from .commands import fail as _fail
-from .core import ChatClient, ClientError, default_profile_root, keystore, profiles
+from .core import ChatClient, ClientError, default_profile_root, keystore, profiles, transport
 from .core.contacts import kid_token
 from .core.private import append_private
 from .safe import harmless, one_line
@@ -156,9 +156,29 @@ def _prepare(parser: argparse.ArgumentParser, argv: list[str] | None):
     return args
 
 
+def _check_local(args) -> None:
+    """What this machine can tell before any secret is asked: the ``--cafile`` is a certificate,
+    and a command that opens ``args.user``'s keystore (all but ``register`` and ``keys import``)
+    finds one (else it is named, with what this machine has instead).
+
+    Raises:
+        InvalidRequest: the certificate file; KeystoreError: no keystore for the user at this
+            relay here (exit 1, one line).
+    """
+    transport.ssl_context(transport.cafile_from(args.cafile))
+    makes_one = args.command == "register" or (args.command is None and args.register) or (
+        args.command == "keys" and args.action == "import")
+    if makes_one or not args.user:
+        return
+    root = args.profile or default_profile_root()
+    if not (profiles.profile_dir(root, args.server, args.user) / "keystore.json").exists():
+        raise profiles.missing_keystore(root, args.server, args.user)
+
+
 def _ask_secrets(args) -> None:
     """Every secret the command needs, asked now: before the event loop runs (a prompt inside it
-    ignored the first Ctrl+C)."""
+    ignored the first Ctrl+C); what is missing here is named first (:func:`_check_local`)."""
+    _check_local(args)
     needs = KEYS_NEEDS.get(args.action, ("password", "passphrase")) if args.command == "keys" else \
         NEEDS.get(args.command, ("password", "passphrase"))
     new = args.command == "register" or (args.command is None and args.register)

@@ -13,6 +13,7 @@ import sys
 import pytest
 
 from client_tui import cli
+from client_tui.core import profiles
 from tests.helpers.cli import register
 from tests.helpers.config import FAST_RELAY_ENV, PASSWORD
 
@@ -122,7 +123,10 @@ def test_register_asks_both_secrets_twice_for_scripts_too(home, relay, monkeypat
 @pytest.mark.parametrize("argv", [["send", "--to", "bob", "--text", "x"], ["tail"], ["search", "x"],
                                   ["register"], ["keys", "show"]], ids=lambda a: a[0])
 @pytest.mark.process  # e2ee-chat in a terminal, its exit code
-def test_ctrl_c_or_ctrl_d_at_a_prompt_exits_130_quietly(home, monkeypatch, capsys, key, argv):
+def test_ctrl_c_or_ctrl_d_at_a_prompt_exits_130_quietly(home, relay, monkeypatch, capsys, key, argv):
+    folder = profiles.profile_dir(home, relay.url, "alice")  # a keystore is there: the secrets are asked
+    folder.mkdir(parents=True)
+    (folder / "keystore.json").write_text("{}")
     monkeypatch.delenv("E2EE_PASSWORD")
     monkeypatch.delenv("E2EE_PASSPHRASE", raising=False)
 
@@ -165,3 +169,19 @@ def test_ctrl_c_ends_the_demo_quietly(tmp_path):
     code, err = _interrupt_after(["bench.tools.demo", "--level", "4", "--data-dir", str(tmp_path)], "data folder",
                                  FAST_RELAY_ENV)
     assert code == 130 and "Traceback" not in err and "interrupted" in err
+
+
+@pytest.mark.parametrize("argv", [["--user", "nobody"], ["send", "--user", "nobody", "--to", "bob", "--text", "x"],
+                                  ["tail", "--user", "nobody"], ["keys", "show", "--user", "nobody"]])
+def test_a_user_without_keys_here_is_told_before_any_secret_is_asked(home, relay, monkeypatch, capsys, argv):
+    register(relay, home, "alice")
+    monkeypatch.delenv("E2EE_PASSWORD")
+    monkeypatch.delenv("E2EE_PASSPHRASE", raising=False)
+
+    def asked(prompt: str = "") -> str:
+        raise AssertionError(f"asked {prompt!r} for an account that has no keys here")
+
+    monkeypatch.setattr(getpass, "getpass", asked)
+    assert cli.main(argv) == cli.EXIT_FAILED
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"no keys for nobody at {relay.url} on this machine" in err, err
