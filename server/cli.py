@@ -31,7 +31,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="dev-cert: replace the certificate that exists (clients trusting it must get the new one)")
     for f in dataclasses.fields(Settings):
         flag = "--" + f.name.replace("_", "-")
-        help_text = f"{f.metadata.get('help', '')} (env E2EE_{f.name.upper()})"
+        help_text = f"{f.metadata.get('help', '')} (env E2EE_{f.name.upper()}{_shown_default(f)})"
         kind = f.type if isinstance(f.type, str) else f.type.__name__
         if kind == "bool":
             p.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction, default=None, help=help_text)
@@ -39,6 +39,16 @@ def _parser() -> argparse.ArgumentParser:
             conv = {"int": int, "float": float}.get(kind, str)
             p.add_argument(flag, dest=f.name, type=conv, default=None, help=help_text)
     return p
+
+
+def _shown_default(f: dataclasses.Field) -> str:
+    """``Settings``' default for ``--help`` (``; default 8765``, ``; default on``), or ``""`` when it
+    is empty or computed at start (the data folder: the platform's user data folder)."""
+    if f.default is dataclasses.MISSING or f.default == "":
+        return ""
+    if isinstance(f.default, bool):
+        return f"; default {'on' if f.default else 'off'}"
+    return f"; default {f.default}".replace("%", "%%")  # argparse formats help with %
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -50,7 +50,8 @@ class Settings:
 
     host: str = field(default="127.0.0.1", metadata={"help": "address to listen on"})
     port: int = field(default=8765, metadata={"help": "TCP port"})
-    data_dir: str = field(default_factory=_default_data_dir, metadata={"help": "folder for db, secret, log"})
+    data_dir: str = field(default_factory=_default_data_dir,
+                          metadata={"help": "folder for db, secret, log; default the user data folder"})
     database_url: str = field(
         default="", metadata={"help": "SQLAlchemy async URL; default sqlite+aiosqlite in data_dir"}
     )

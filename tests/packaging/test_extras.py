@@ -140,3 +140,25 @@ def test_every_subcommand_prints_its_version(capsys):
             scripts[argv[0]].load()([*argv[1:], "--version"])
         assert exit_.value.code == 0, argv
         assert capsys.readouterr().out == f"{argv[0]} {VERSION}\n", argv
+
+
+def test_relay_help_shows_the_settings_defaults(capsys):
+    """``e2ee-relay --help``: each option's default, from the one Settings object."""
+    import dataclasses
+
+    from server import cli
+    from server.settings import Settings
+
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["--help"])
+    assert exit_.value.code == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    for f in dataclasses.fields(Settings):
+        env = f"env E2EE_{f.name.upper()}"
+        if isinstance(f.default, bool):
+            assert f"{env}; default {'on' if f.default else 'off'})" in shown, f.name
+        elif f.default not in ("", dataclasses.MISSING):
+            assert f"{env}; default {f.default})" in shown, f.name
+        else:
+            assert f"{env})" in shown, f.name
+    assert "--port PORT TCP port (env E2EE_PORT; default 8765)" in shown
