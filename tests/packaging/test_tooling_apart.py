@@ -11,7 +11,8 @@ import pytest
 
 pytestmark = pytest.mark.process  # fresh interpreters import the packages
 
-PRODUCT = ("server.app", "server.cli", "server.settings", "client_tui.app", "client_tui.cli", "client_tui.core",
+PRODUCT = ("server.app", "server.cli", "server.settings", "client_tui.app", "client_tui.cli", "client_tui.cliargs",
+           "client_tui.core",
            "migrations")
 
 
