@@ -192,10 +192,13 @@ class MessageLog(ScrollView, can_focus=True):
             row.record, row.mark, row.version = record, mark, row.version + 1
             i = self.rows.index(row)
             if row.pos != record.pos:  # stored: moves to its sequence
+                selected = self.rows[self.selected] if self.selected is not None else None
                 del self.rows[i]
                 row.pos = record.pos
                 j = bisect.bisect_right([r.pos for r in self.rows], row.pos)
                 self.rows.insert(j, row)
+                if selected is not None:  # the selection stays on its message, wherever it went
+                    self.selected = self.rows.index(selected)
                 i = min(i, j)
             self._relayout(i)
         else:

@@ -59,3 +59,20 @@ async def test_unsent_messages_stay_last_and_the_log_keeps_the_history_order(bob
         app.chat.open_conversation("conv-1")  # drawn again from the history: the same
         await pilot.pause()
         await wait_until(lambda: shown() == expected)
+
+
+async def test_the_selection_stays_on_a_message_that_moves(bob):
+    client, relay = bob
+    app = ChatApp(client, "conv-1")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(lambda: chat_shown(app))
+        log = app.chat.query_one("#log")
+        await relay.deliver(relay.seal("alice", "alice one"), sender="alice")
+        await client.queue_text("conv-1", "mine")
+        await wait_until(lambda: [r.text for r in log.records][-2:] == ["alice one", "mine"])
+        for lid, text in ((log.records[-1].lid, "mine"), (log.records[-2].lid, "alice one")):
+            log.select_lid(lid)
+            await relay.deliver(relay.seal("alice", f"after {text}"), sender="alice")
+            await wait_until(lambda text=text: log.records[-2].text == f"after {text}")
+            await pilot.pause()
+            assert log.selected_record is not None and log.selected_record.text == text
