@@ -41,7 +41,7 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _shown_default(f: dataclasses.Field) -> str:
+def _shown_default(f: dataclasses.Field[object]) -> str:
     """``Settings``' default for ``--help`` (``; default 8765``, ``; default on``), or ``""`` when it
     is empty or computed at start (the data folder: the platform's user data folder)."""
     if f.default is dataclasses.MISSING or f.default == "":
