@@ -13,6 +13,8 @@ from __future__ import annotations
 import importlib.util
 import sys
 
+__all__ = ["EXIT_MISSING_EXTRA", "MODULES", "missing_module", "require"]
+
 # top-level modules of each extra's distributions (py-spy brings only a program, no module);
 # tests/packaging/test_extras.py checks this against pyproject.toml's requirements
 _SERVER = ("starlette", "uvicorn", "websockets", "jwt", "sqlalchemy", "aiosqlite", "alembic", "argon2",
