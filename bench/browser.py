@@ -27,10 +27,22 @@ from collections.abc import Iterator
 from pathlib import Path
 
 WEB_DIR = Path(__file__).with_name("web")
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-ISOLATION_HEADERS = {"Cross-Origin-Opener-Policy": "same-origin", "Cross-Origin-Embedder-Policy": "require-corp",
-                     "Cross-Origin-Resource-Policy": "same-origin", "Cache-Control": "no-store"}
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+ISOLATION_HEADERS = {
+    "Cross-Origin-Opener-Policy": "same-origin",
+    "Cross-Origin-Embedder-Policy": "require-corp",
+    "Cross-Origin-Resource-Policy": "same-origin",
+    "Cache-Control": "no-store",
+}
 TYPES = {".js": "text/javascript", ".mjs": "text/javascript", ".json": "application/json", ".html": "text/html"}
 
 
@@ -60,7 +72,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if body is None:
             for prefix, folder in self.routes.items():
                 if path.startswith(prefix):
-                    target = (folder / path[len(prefix):]).resolve()
+                    target = (folder / path[len(prefix) :]).resolve()
                     if target.is_relative_to(folder.resolve()) and target.is_file():
                         body = target.read_bytes()
                     break
@@ -114,16 +126,23 @@ def chromium_page(routes: dict[str, Path], files: dict[str, bytes] | None = None
         raise RuntimeError(why)
     from playwright.sync_api import sync_playwright
 
-    with IsolatedServer(routes, files) as server, tempfile.TemporaryDirectory(prefix="e2ee-chromium-") as profile, \
-            sync_playwright() as pw:
-        context = pw.chromium.launch_persistent_context(profile, executable_path=chromium_path(), headless=True,
-                                                        args=CHROMIUM_FLAGS)
+    with (
+        IsolatedServer(routes, files) as server,
+        tempfile.TemporaryDirectory(prefix="e2ee-chromium-") as profile,
+        sync_playwright() as pw,
+    ):
+        context = pw.chromium.launch_persistent_context(
+            profile, executable_path=chromium_path(), headless=True, args=CHROMIUM_FLAGS
+        )
         try:
             page = context.pages[0] if context.pages else context.new_page()
             version = context.new_cdp_session(page).send("Browser.getVersion")
-            facts = {"version": version["product"], "user_agent": version["userAgent"],
-                     "driver": f"Playwright for Python {importlib.metadata.version('playwright')}",
-                     "executable": chromium_path()}
+            facts = {
+                "version": version["product"],
+                "user_agent": version["userAgent"],
+                "driver": f"Playwright for Python {importlib.metadata.version('playwright')}",
+                "executable": chromium_path(),
+            }
             yield page, server.url, facts
         finally:
             context.close()
@@ -141,8 +160,10 @@ def _open_check(page, bits: int) -> dict:
 
     me = Identity.generate("reader", bits)
     text = text_of(1024)
-    got = page.evaluate("p => window.bench.sealFor(p)",
-                        {"spki": b64u_encode(spki_der(me.public.wrap_key)), "kid": me.wrap_kid, "text": text})
+    got = page.evaluate(
+        "p => window.bench.sealFor(p)",
+        {"spki": b64u_encode(spki_der(me.public.wrap_key)), "kid": me.wrap_kid, "text": text},
+    )
     key = ed25519.Ed25519PublicKey.from_public_bytes(b64u_decode(got["sign_public_raw"]))
     try:
         opened = envelope.open(got["envelope"].encode(), me, key)
@@ -167,12 +188,17 @@ def run(n: int = 1000, bits: int = 3072, pool: int = 4, most: int = 128, progres
         from shared import envelope
         from shared.b64 import b64u_encode
 
-        setup = page.evaluate("p => window.bench.setup(p)", {"bits": bits, "pool": pool, "version": envelope.VERSION,
-                                                              "head": b64u_encode(bytes(32))})
+        setup = page.evaluate(
+            "p => window.bench.setup(p)",
+            {"bits": bits, "pool": pool, "version": envelope.VERSION, "head": b64u_encode(bytes(32))},
+        )
         if not setup["cross_origin_isolated"]:
             raise RuntimeError("the bench page is not cross-origin isolated: its timer steps by 0.1 ms")
-        out: dict = {**facts, **setup, "params": {"n": n, "bits": bits, "pool": pool, "counts": counts,
-                                                   "envelope_version": envelope.VERSION}}
+        out: dict = {
+            **facts,
+            **setup,
+            "params": {"n": n, "bits": bits, "pool": pool, "counts": counts, "envelope_version": envelope.VERSION},
+        }
         call = functools.partial(page.evaluate)
         step("L3 and L4 at 100 B, 1 KB, 10 KB")
         out["per_request"] = call("p => window.bench.perRequest(p)", {"n": n, "bits": bits})
@@ -203,9 +229,17 @@ def batch_check(result: dict, low: float = 0.8, high: float = 1.25) -> dict:
     """Batch timing against the per-call median, for every row the timer resolves (per-call median
     at least 20 timer steps): ``{"checked", "agree", "worst": {row, ratio}, "outside": [rows]}``
     with ratio = batch / per-call median; agreement is ``low <= ratio <= high``."""
-    checked = [(name, s["batch_ms"] / s["per_call_median_ms"]) for name, s in _rows(result)
-               if s.get("resolvable") and s["per_call_median_ms"] > 0]
+    checked = [
+        (name, s["batch_ms"] / s["per_call_median_ms"])
+        for name, s in _rows(result)
+        if s.get("resolvable") and s["per_call_median_ms"] > 0
+    ]
     outside = [name for name, r in checked if not low <= r <= high]
     worst = max(checked, key=lambda x: abs(x[1] - 1), default=None)
-    return {"checked": len(checked), "agree": len(checked) - len(outside), "bounds": [low, high],
-            "worst": {"row": worst[0], "ratio": worst[1]} if worst else None, "outside": outside}
+    return {
+        "checked": len(checked),
+        "agree": len(checked) - len(outside),
+        "bounds": [low, high],
+        "worst": {"row": worst[0], "ratio": worst[1]} if worst else None,
+        "outside": outside,
+    }

@@ -28,8 +28,15 @@ def progress_bar(console: Console, title: str):
     """A rich progress line; yields ``step(label)`` that advances it and shows ``label``."""
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    with Progress(SpinnerColumn(), TextColumn("[bold]{task.fields[title]}[/] {task.description}"), BarColumn(),
-                  TextColumn("{task.completed} steps"), TimeElapsedColumn(), console=console, transient=True) as prog:
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("[bold]{task.fields[title]}[/] {task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed} steps"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as prog:
         task = prog.add_task("starting", total=None, title=title)
 
         def step(label: str) -> None:
@@ -57,8 +64,9 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--bits", type=int, default=3072, choices=[2048, 3072, 4096], help="RSA size for L4")
     common.add_argument("--clients", type=int, default=None, help="path/relay: number of clients")
     common.add_argument("--messages", type=int, default=None, help="path/relay: messages per client pair/client")
-    common.add_argument("--relays", type=int, default=1, choices=[1, 2],
-                        help="path: 2 = two relays on PostgreSQL with Redis fan-out")
+    common.add_argument(
+        "--relays", type=int, default=1, choices=[1, 2], help="path: 2 = two relays on PostgreSQL with Redis fan-out"
+    )
     sub = p.add_subparsers(dest="command", required=True)
     for suite in SUITES:
         sub.add_parser(suite.name, parents=[common], help=suite.help, description=suite.help)
@@ -106,8 +114,11 @@ def main(argv: list[str] | None = None) -> int:
 
         if args.compare:
             other = json.loads(Path(args.compare).read_text())
-            results["previous"] = {"file": Path(args.compare).name, "targets": other.get("targets", []),
-                                   "started": machine.when(other.get("machine", {}))}
+            results["previous"] = {
+                "file": Path(args.compare).name,
+                "targets": other.get("targets", []),
+                "started": machine.when(other.get("machine", {})),
+            }
         written = report.write(results, Path(args.out))
         console.print(f"wrote {', '.join(str(w) for w in written)}")
     return 0

@@ -48,22 +48,32 @@ def run(progress=None, n: int = 2000, bits: int = 3072, size: int = 1024) -> dic
     tag = envelope._commitment(cek).finalize()
     if progress:
         progress(f"commitment: {n} rounds of seal, open, commit, check")
-    stats = measure_paired({
-        "seal": lambda: envelope.seal(text, alice, "bench", [bob.public], counter=1, epoch=1, head=head),
-        "open": lambda: envelope.open(parsed, bob, sign_key),
-        "commit": lambda: envelope._commitment(cek).finalize(),
-        "check": lambda: envelope._commitment(cek).verify(tag),
-        "timer": lambda: None,  # the cost of timing a call at all, taken off the two small ones
-    }, n)
+    stats = measure_paired(
+        {
+            "seal": lambda: envelope.seal(text, alice, "bench", [bob.public], counter=1, epoch=1, head=head),
+            "open": lambda: envelope.open(parsed, bob, sign_key),
+            "commit": lambda: envelope._commitment(cek).finalize(),
+            "check": lambda: envelope._commitment(cek).verify(tag),
+            "timer": lambda: None,  # the cost of timing a call at all, taken off the two small ones
+        },
+        n,
+    )
     ms = {k: s.as_dict() for k, s in stats.items()}
     timer_us = stats["timer"].median * 1000
     commit_us = stats["commit"].median * 1000 - timer_us
     check_us = stats["check"].median * 1000 - timer_us
     return {
-        "n": n, "bits": bits, "size": size, "ms": ms, "timer_us": timer_us, "commit_us": commit_us,
-        "check_us": check_us, "seal_share": commit_us / 1000 / stats["seal"].median,
+        "n": n,
+        "bits": bits,
+        "size": size,
+        "ms": ms,
+        "timer_us": timer_us,
+        "commit_us": commit_us,
+        "check_us": check_us,
+        "seal_share": commit_us / 1000 / stats["seal"].median,
         "open_share": check_us / 1000 / stats["open"].median,
-        "target_us": TARGET_US, "met": commit_us <= TARGET_US and check_us <= TARGET_US,
+        "target_us": TARGET_US,
+        "met": commit_us <= TARGET_US and check_us <= TARGET_US,
     }
 
 
@@ -71,25 +81,29 @@ def section(result: dict, results: dict) -> str:
     """REPORT.md: the commitment's cost per seal and per open, with the ratio to each."""
     ms = result["ms"]
     verdict = "met" if result["met"] else "**not met**"
-    return "\n".join((
-        "### Key commitment (protocol v2 `kc`)",
-        "",
-        f"One run, {result['n']} rounds timed in turns, one recipient (RSA-{result['bits']}), "
-        f"{result['size']} B of text. Target: at most {TARGET_US:g} µs per seal and per open — {verdict}. "
-        f"Commitment times are medians net of timing an empty call ({result['timer_us']:.2f} µs).",
-        "",
-        "| | whole operation | commitment | share |",
-        "|---|---|---|---|",
-        f"| seal | {ms['seal']['median_ms']:.3f} ms | {result['commit_us']:.2f} µs (HMAC-SHA-256) | "
-        f"{result['seal_share']:.2%} |",
-        f"| open | {ms['open']['median_ms']:.3f} ms | {result['check_us']:.2f} µs (HMAC check, constant time) | "
-        f"{result['open_share']:.2%} |",
-    ))
+    return "\n".join(
+        (
+            "### Key commitment (protocol v2 `kc`)",
+            "",
+            f"One run, {result['n']} rounds timed in turns, one recipient (RSA-{result['bits']}), "
+            f"{result['size']} B of text. Target: at most {TARGET_US:g} µs per seal and per open — {verdict}. "
+            f"Commitment times are medians net of timing an empty call ({result['timer_us']:.2f} µs).",
+            "",
+            "| | whole operation | commitment | share |",
+            "|---|---|---|---|",
+            f"| seal | {ms['seal']['median_ms']:.3f} ms | {result['commit_us']:.2f} µs (HMAC-SHA-256) | "
+            f"{result['seal_share']:.2%} |",
+            f"| open | {ms['open']['median_ms']:.3f} ms | {result['check_us']:.2f} µs (HMAC check, constant time) | "
+            f"{result['open_share']:.2%} |",
+        )
+    )
 
 
 def print_result(console, result: dict) -> None:
     """One line per operation for the console."""
-    console.print(f"key commitment: seal +{result['commit_us']:.2f} µs ({result['seal_share']:.2%} of "
-                  f"{result['ms']['seal']['median_ms']:.3f} ms), open +{result['check_us']:.2f} µs "
-                  f"({result['open_share']:.2%} of {result['ms']['open']['median_ms']:.3f} ms); "
-                  f"target <= {TARGET_US:g} µs: {'met' if result['met'] else 'NOT met'}")
+    console.print(
+        f"key commitment: seal +{result['commit_us']:.2f} µs ({result['seal_share']:.2%} of "
+        f"{result['ms']['seal']['median_ms']:.3f} ms), open +{result['check_us']:.2f} µs "
+        f"({result['open_share']:.2%} of {result['ms']['open']['median_ms']:.3f} ms); "
+        f"target <= {TARGET_US:g} µs: {'met' if result['met'] else 'NOT met'}"
+    )

@@ -31,15 +31,26 @@ CREATE TABLE messages (
 CREATE INDEX ix_messages_conversation_seq ON messages (conversation_id, seq);
 """
 PAGE = 50
-INDEXED = ("SELECT seq, sender_id, envelope FROM messages WHERE conversation_id = {p1} AND seq > {p2} "
-           "ORDER BY seq LIMIT 50")
+INDEXED = (
+    "SELECT seq, sender_id, envelope FROM messages WHERE conversation_id = {p1} AND seq > {p2} ORDER BY seq LIMIT 50"
+)
 UNINDEXED = "SELECT seq, sender_id, envelope FROM messages WHERE mid = {p1}"
 
 
 def _rows(n: int, conversations: int, blob: bytes) -> list[tuple]:
     rng = random.Random(7)
-    return [(i + 1, f"conv{rng.randrange(conversations):05d}", rng.randrange(1000), os.urandom(16).hex()[:22],
-             blob, len(blob), 1_700_000_000_000 + i) for i in range(n)]
+    return [
+        (
+            i + 1,
+            f"conv{rng.randrange(conversations):05d}",
+            rng.randrange(1000),
+            os.urandom(16).hex()[:22],
+            blob,
+            len(blob),
+            1_700_000_000_000 + i,
+        )
+        for i in range(n)
+    ]
 
 
 def _probes(rows: list[tuple], k: int = 64) -> tuple[list[tuple], list[str]]:
@@ -60,8 +71,9 @@ def sqlite_queries(rows: list[tuple], n: int, folder: Path) -> dict[str, Stats]:
     q1, q2 = INDEXED.format(p1="?", p2="?"), UNINDEXED.format(p1="?")
     out = {
         "sqlite_indexed": measure(lambda: db.execute(q1, pages[next(it) % len(pages)]).fetchall(), n),
-        "sqlite_unindexed": measure(lambda: db.execute(q2, (mids[next(it) % len(mids)],)).fetchall(),
-                                    max(5, n // 20), warmup=2),
+        "sqlite_unindexed": measure(
+            lambda: db.execute(q2, (mids[next(it) % len(mids)],)).fetchall(), max(5, n // 20), warmup=2
+        ),
     }
     db.close()
     return out
@@ -94,11 +106,22 @@ async def pg_queries(rows: list[tuple], n: int) -> dict[str, Stats]:
 
 def render_50(n: int) -> dict[str, Stats]:
     """50 chat items (seq, sender, 200-character text, time, state) to JSON, ms."""
-    items = [{"seq": i, "sender": f"user{i % 7}", "text": "x" * 200, "sent_at_ms": 1_700_000_000_000 + i,
-              "state": "received", "verified": i % 2 == 0} for i in range(50)]
+    items = [
+        {
+            "seq": i,
+            "sender": f"user{i % 7}",
+            "text": "x" * 200,
+            "sent_at_ms": 1_700_000_000_000 + i,
+            "state": "received",
+            "verified": i % 2 == 0,
+        }
+        for i in range(50)
+    ]
     enc = msgspec.json.Encoder()
-    return {"render_50_json_stdlib": measure(lambda: json.dumps(items), n),
-            "render_50_json_msgspec": measure(lambda: enc.encode(items), n)}
+    return {
+        "render_50_json_stdlib": measure(lambda: json.dumps(items), n),
+        "render_50_json_msgspec": measure(lambda: enc.encode(items), n),
+    }
 
 
 async def loopback(n: int, workdir: Path) -> dict[str, Stats]:
@@ -119,8 +142,10 @@ async def loopback(n: int, workdir: Path) -> dict[str, Stats]:
                 await ws.send(payload)
                 await ws.recv()
 
-            return {"loopback_ws_ping": await measure_async(ping, n),
-                    "loopback_ws_echo_1kb": await measure_async(echo, n)}
+            return {
+                "loopback_ws_ping": await measure_async(ping, n),
+                "loopback_ws_echo_1kb": await measure_async(echo, n),
+            }
     finally:
         await asyncio.to_thread(_stop, proc)
 
@@ -130,8 +155,11 @@ async def run_async(n: int = 1000, rows: int = 100_000, conversations: int = 500
     127.0.0.1:5432 does not answer."""
     step = progress or (lambda _label: None)
     data = _rows(rows, conversations, os.urandom(1024))
-    out: dict = {"params": {"n": n, "rows": rows, "conversations": conversations, "envelope_bytes": 1024},
-                 "rows": {}, "skipped": []}
+    out: dict = {
+        "params": {"n": n, "rows": rows, "conversations": conversations, "envelope_bytes": 1024},
+        "rows": {},
+        "skipped": [],
+    }
     with tempfile.TemporaryDirectory(prefix="e2ee-bench-context-") as tmp:
         work = Path(tmp)
         step(f"SQLite: {rows} messages")

@@ -47,15 +47,23 @@ def _after_ack_ms(run: dict) -> list[float]:
 
 def _merge(runs: list[dict]) -> dict:
     """Rounds of one topology as one :func:`bench.path.measure_pairs` result (counters summed)."""
-    deltas = {k: sum(sum(a[k] - b[k] for a, b in zip(r["after"], r["before"], strict=True)) for r in runs)
-              for k in _COUNTERS}
-    return {"timings": [t for r in runs for t in r["timings"]], "pings": runs[0]["pings"],
-            "wall_s": sum(r["wall_s"] for r in runs), "before": [dict.fromkeys(_COUNTERS, 0)], "after": [deltas],
-            "errors": [e for r in runs for e in r["errors"]], "pairs": runs[0]["pairs"]}
+    deltas = {
+        k: sum(sum(a[k] - b[k] for a, b in zip(r["after"], r["before"], strict=True)) for r in runs) for k in _COUNTERS
+    }
+    return {
+        "timings": [t for r in runs for t in r["timings"]],
+        "pings": runs[0]["pings"],
+        "wall_s": sum(r["wall_s"] for r in runs),
+        "before": [dict.fromkeys(_COUNTERS, 0)],
+        "after": [deltas],
+        "errors": [e for r in runs for e in r["errors"]],
+        "pairs": runs[0]["pairs"],
+    }
 
 
-async def measure(people: list[Identity], messages: int, size: int, workdir: Path, rounds: int = 4,
-                  warmup: int = 3, progress=None) -> dict:
+async def measure(
+    people: list[Identity], messages: int, size: int, workdir: Path, rounds: int = 4, warmup: int = 3, progress=None
+) -> dict:
     """Both topologies in alternating rounds over two relays on one fresh PostgreSQL database
     (see the module doc). Returns ``{"configs": [PG 1 relay, PG 2 relays] (as
     :func:`bench.path.summarize_run`, plus ``after_ack``), "cross_relay_added_p50_ms",
@@ -76,12 +84,21 @@ async def measure(people: list[Identity], messages: int, size: int, workdir: Pat
         per_round = max(1, messages // rounds)
         counter = 0
         for r in range(rounds):
-            for topology in (TOPOLOGIES if r % 2 == 0 else TOPOLOGIES[::-1]):
+            for topology in TOPOLOGIES if r % 2 == 0 else TOPOLOGIES[::-1]:
                 step(f"L4 {topology}, round {r + 1}/{rounds}: {len(pairs)} pairs x {per_round} messages")
                 ws = (a_url, a_url) if topology == "PG 1 relay" else (a_url, b_url)
-                runs[topology].append(await measure_pairs(
-                    pairs, 4, [a_url] if topology == "PG 1 relay" else [a_url, b_url], per_round, size,
-                    ws_urls=ws, warmup=warmup, counter_start=counter))
+                runs[topology].append(
+                    await measure_pairs(
+                        pairs,
+                        4,
+                        [a_url] if topology == "PG 1 relay" else [a_url, b_url],
+                        per_round,
+                        size,
+                        ws_urls=ws,
+                        warmup=warmup,
+                        counter_start=counter,
+                    )
+                )
                 counter += warmup + per_round
     finally:
         for p in procs:
@@ -95,9 +112,11 @@ async def measure(people: list[Identity], messages: int, size: int, workdir: Pat
         c["rounds"] = rounds
         configs.append(c)
     same, cross = configs
-    return {"configs": configs, "rounds": rounds,
-            "cross_relay_added_p50_ms": cross["after_ack"]["median_ms"] - same["after_ack"]["median_ms"],
-            "e2e_added_p50_ms": cross["e2e"]["median_ms"] - same["e2e"]["median_ms"],
-            "after_ack_p50_ms": {c["topology"]: c["after_ack"]["median_ms"] for c in configs},
-            "commit_mean_ms": {c["topology"]: c["split_mean_ms"]["db_commit_ms"] for c in configs}}
-
+    return {
+        "configs": configs,
+        "rounds": rounds,
+        "cross_relay_added_p50_ms": cross["after_ack"]["median_ms"] - same["after_ack"]["median_ms"],
+        "e2e_added_p50_ms": cross["e2e"]["median_ms"] - same["e2e"]["median_ms"],
+        "after_ack_p50_ms": {c["topology"]: c["after_ack"]["median_ms"] for c in configs},
+        "commit_mean_ms": {c["topology"]: c["split_mean_ms"]["db_commit_ms"] for c in configs},
+    }

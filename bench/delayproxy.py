@@ -104,8 +104,11 @@ class DelayProxy:
         self.url = ""
 
     def __enter__(self) -> DelayProxy:
-        self.proc = subprocess.Popen([sys.executable, "-m", "bench.delayproxy", "--target", self.target,
-                                      "--one-way-ms", str(self.one_way_ms)], stdout=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "bench.delayproxy", "--target", self.target, "--one-way-ms", str(self.one_way_ms)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         line = self.proc.stdout.readline()
         if not line:
             raise RuntimeError(f"delay proxy exited with {self.proc.wait()}")

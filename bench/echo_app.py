@@ -47,8 +47,15 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m bench.echo_app")
     p.add_argument("--port", type=int, required=True)
     args = p.parse_args(argv)
-    uvicorn.run(app, host="127.0.0.1", port=args.port, ws_max_size=DEFAULT_MAX_ENVELOPE_BYTES + 4096,
-                ws_per_message_deflate=False, lifespan="on", log_level="warning")
+    uvicorn.run(
+        app,
+        host="127.0.0.1",
+        port=args.port,
+        ws_max_size=DEFAULT_MAX_ENVELOPE_BYTES + 4096,
+        ws_per_message_deflate=False,
+        lifespan="on",
+        log_level="warning",
+    )
 
 
 if __name__ == "__main__":

@@ -9,8 +9,21 @@ import shutil
 import subprocess
 import time
 
-LIBRARIES = ("cryptography", "PyJWT", "msgspec", "starlette", "uvicorn", "websockets", "SQLAlchemy",
-             "aiosqlite", "asyncpg", "redis", "rich", "matplotlib", "httpx2")
+LIBRARIES = (
+    "cryptography",
+    "PyJWT",
+    "msgspec",
+    "starlette",
+    "uvicorn",
+    "websockets",
+    "SQLAlchemy",
+    "aiosqlite",
+    "asyncpg",
+    "redis",
+    "rich",
+    "matplotlib",
+    "httpx2",
+)
 
 
 def cpu_model() -> str:
@@ -72,10 +85,15 @@ def git_commit() -> str | None:
 
     here = os.path.dirname(os.path.abspath(__file__))
     try:
-        sha = subprocess.run(["git", "-C", here, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                             timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "-C", here, "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=10).stdout.strip()
+        sha = subprocess.run(
+            ["git", "-C", here, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", here, "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None
     return (sha + ("+" if dirty else "")) or None

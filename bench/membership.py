@@ -52,6 +52,7 @@ def build_chain(people: list[Identity], epochs: int = CHAIN_EPOCHS) -> list[memb
 def _statement_of(actor: Identity, members: int) -> membership.Statement:
     """A creation statement with ``members`` members (the others' key ids are random: only the
     size is measured, the statement is never verified)."""
+
     def kid() -> str:
         return base64.urlsafe_b64encode(os.urandom(32)).rstrip(b"=").decode()
 
@@ -65,14 +66,19 @@ def _b64len(n: int) -> int:
 
 def extra_bytes(sender: Identity, recipients: list, epoch: int) -> dict:
     """Bytes of a v2 envelope, and what ``ep``/``mh``/``kc`` add to it (the same header without them)."""
-    data = envelope.seal("x" * 1024, sender, "bench-log", [r.public for r in recipients], counter=1, epoch=epoch,
-                         head="A" * 43)
+    data = envelope.seal(
+        "x" * 1024, sender, "bench-log", [r.public for r in recipients], counter=1, epoch=epoch, head="A" * 43
+    )
     doc = json.loads(data)
     header = json.loads(base64.urlsafe_b64decode(doc["protected"] + "=" * (-len(doc["protected"]) % 4)))
     without = {k: v for k, v in header.items() if k not in ("ep", "mh", "kc")}
     v1_len = _b64len(len(json.dumps(without, separators=(",", ":")).encode()))
-    return {"epoch": epoch, "envelope_bytes": len(data), "protected_bytes": len(doc["protected"]),
-            "added_bytes": len(doc["protected"]) - v1_len}
+    return {
+        "epoch": epoch,
+        "envelope_bytes": len(data),
+        "protected_bytes": len(doc["protected"]),
+        "added_bytes": len(doc["protected"]) - v1_len,
+    }
 
 
 def run(progress: Callable[[str], None] | None = None, n: int = 1000) -> dict:
@@ -105,31 +111,43 @@ def run(progress: Callable[[str], None] | None = None, n: int = 1000) -> dict:
     sizes_by_members = {n_members: len(_statement_of(people[0], n_members).signed) for n_members in (3, 100, 256)}
     return {
         "params": {"n": n, "epochs": len(log)},
-        "verify_statement_us": verify.median * 1000, "verify_statement_p95_us": verify.p95 * 1000,
+        "verify_statement_us": verify.median * 1000,
+        "verify_statement_p95_us": verify.p95 * 1000,
         "parse_statement_us": parse.median * 1000,
-        "chain_ms": chain.median, "chain_per_statement_us": chain.median * 1000 / len(log),
-        "envelope": sizes, "statement_bytes": sizes_by_members,
+        "chain_ms": chain.median,
+        "chain_per_statement_us": chain.median * 1000 / len(log),
+        "envelope": sizes,
+        "statement_bytes": sizes_by_members,
     }
 
 
 def section(result: dict, results: dict) -> str:
     """The membership log's lines of REPORT.md ("Beyond the article")."""
     env = result["envelope"]
-    rows = [f"| verify one statement (link, actor, key id, Ed25519, policy) | {result['verify_statement_us']:.0f} µs |",
-            f"| parse one statement (canonical JSON, field rules) | {result['parse_statement_us']:.0f} µs |",
-            f"| verify a {result['params']['epochs']}-epoch log from its creation (parse + verify each) | "
-            f"{result['chain_ms']:.1f} ms ({result['chain_per_statement_us']:.0f} µs per statement) |"]
-    rows += [f"| bytes v2 adds to an envelope (`ep`, `mh`, `kc`), epoch {e['epoch']:,} | +{e['added_bytes']} B "
-             f"(of {e['envelope_bytes']:,} B: 1 KiB text, 3 recipients) |" for e in env]
+    rows = [
+        f"| verify one statement (link, actor, key id, Ed25519, policy) | {result['verify_statement_us']:.0f} µs |",
+        f"| parse one statement (canonical JSON, field rules) | {result['parse_statement_us']:.0f} µs |",
+        f"| verify a {result['params']['epochs']}-epoch log from its creation (parse + verify each) | "
+        f"{result['chain_ms']:.1f} ms ({result['chain_per_statement_us']:.0f} µs per statement) |",
+    ]
+    rows += [
+        f"| bytes v2 adds to an envelope (`ep`, `mh`, `kc`), epoch {e['epoch']:,} | +{e['added_bytes']} B "
+        f"(of {e['envelope_bytes']:,} B: 1 KiB text, 3 recipients) |"
+        for e in env
+    ]
     rows += [f"| a statement with {k} members (signed form) | {v:,} B |" for k, v in result["statement_bytes"].items()]
-    return ("### Membership log (issue 11)\n\nEvery change of members is a signed statement that each client "
-            "verifies; every envelope names the epoch it was sealed to. What that costs here:\n\n"
-            "| what | cost |\n|---|---|\n" + "\n".join(rows))
+    return (
+        "### Membership log (issue 11)\n\nEvery change of members is a signed statement that each client "
+        "verifies; every envelope names the epoch it was sealed to. What that costs here:\n\n"
+        "| what | cost |\n|---|---|\n" + "\n".join(rows)
+    )
 
 
 def print_result(console, result: dict) -> None:
     """The same figures on the console."""
-    console.print(f"membership: verify one statement {result['verify_statement_us']:.0f} µs (p95 "
-                  f"{result['verify_statement_p95_us']:.0f}), parse {result['parse_statement_us']:.0f} µs, "
-                  f"{result['params']['epochs']}-epoch log {result['chain_ms']:.1f} ms; envelope +"
-                  + ", +".join(f"{e['added_bytes']} B (epoch {e['epoch']})" for e in result["envelope"]))
+    console.print(
+        f"membership: verify one statement {result['verify_statement_us']:.0f} µs (p95 "
+        f"{result['verify_statement_p95_us']:.0f}), parse {result['parse_statement_us']:.0f} µs, "
+        f"{result['params']['epochs']}-epoch log {result['chain_ms']:.1f} ms; envelope +"
+        + ", +".join(f"{e['added_bytes']} B (epoch {e['epoch']})" for e in result["envelope"])
+    )

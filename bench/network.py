@@ -26,16 +26,30 @@ from .relays import start_relay
 RTTS_MS = (0, 30, 100, 300)
 
 
-async def run_async(levels: tuple[int, ...] = (1, 2, 3, 4), rtts_ms: tuple[float, ...] = RTTS_MS, clients: int = 4,
-                    messages: int = 30, size: int = 1024, bits: int = 3072, warmup: int = 2,
-                    progress=None) -> dict:
+async def run_async(
+    levels: tuple[int, ...] = (1, 2, 3, 4),
+    rtts_ms: tuple[float, ...] = RTTS_MS,
+    clients: int = 4,
+    messages: int = 30,
+    size: int = 1024,
+    bits: int = 3072,
+    warmup: int = 2,
+    progress=None,
+) -> dict:
     """Every (level, round trip); see the module doc. Returns ``{"params", "configs": [...]}``
     where each config is the path suite's summary plus ``rtt_ms`` (asked), ``rtt_measured_ms``
     (ping p50 through the proxy) and ``crypto_share`` (client crypto / mean end-to-end time)."""
     step = progress or (lambda _label: None)
     clients = max(2, clients - clients % 2)
-    params = {"levels": list(levels), "rtts_ms": list(rtts_ms), "clients": clients, "messages": messages,
-              "size": size, "bits": bits, "proxy": "asyncio TCP proxy on 127.0.0.1, half the round trip each way"}
+    params = {
+        "levels": list(levels),
+        "rtts_ms": list(rtts_ms),
+        "clients": clients,
+        "messages": messages,
+        "size": size,
+        "bits": bits,
+        "proxy": "asyncio TCP proxy on 127.0.0.1, half the round trip each way",
+    }
     step(f"generating {clients} RSA-{bits} identities")
     people = await asyncio.to_thread(lambda: [Identity.generate(f"net{i:03d}", bits) for i in range(clients)])
     out: dict = {"params": params, "configs": []}
@@ -48,9 +62,17 @@ async def run_async(levels: tuple[int, ...] = (1, 2, 3, 4), rtts_ms: tuple[float
                 for rtt in rtts_ms:
                     step(f"L{level}, round trip {rtt:g} ms: {clients} clients x {messages} messages")
                     with DelayProxy(relay.url, rtt / 2) as proxy:
-                        run = await measure_pairs(pairs, level, [relay.url], messages, size, warmup=warmup,
-                                                  ws_urls=(proxy.url, proxy.url), counter_start=counter,
-                                                  pings=5 if rtt >= 100 else 20)
+                        run = await measure_pairs(
+                            pairs,
+                            level,
+                            [relay.url],
+                            messages,
+                            size,
+                            warmup=warmup,
+                            ws_urls=(proxy.url, proxy.url),
+                            counter_start=counter,
+                            pings=5 if rtt >= 100 else 20,
+                        )
                     counter += warmup + messages
                     cfg = summarize_run(run, f"L{level} RTT {rtt:g} ms", level=level, rtt_ms=rtt, size=size)
                     cfg["rtt_measured_ms"] = cfg["ws_ping"]["median_ms"]

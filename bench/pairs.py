@@ -30,10 +30,12 @@ FIELDS = ("t_send", "t_stored", "t_done", "seal_ms", "encode_ms", "decode_ms", "
 
 def identity_to_json(ident: Identity) -> dict[str, str]:
     """An identity's private keys for a child process (PKCS#8 DER and the raw Ed25519 seed)."""
-    wrap = ident.wrap_private.private_bytes(serialization.Encoding.DER, serialization.PrivateFormat.PKCS8,
-                                            serialization.NoEncryption())
-    seed = ident.sign_private.private_bytes(serialization.Encoding.Raw, serialization.PrivateFormat.Raw,
-                                            serialization.NoEncryption())
+    wrap = ident.wrap_private.private_bytes(
+        serialization.Encoding.DER, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    seed = ident.sign_private.private_bytes(
+        serialization.Encoding.Raw, serialization.PrivateFormat.Raw, serialization.NoEncryption()
+    )
     return {"username": ident.username, "wrap": b64u_encode(wrap), "sign": b64u_encode(seed)}
 
 
@@ -49,8 +51,10 @@ async def _child(spec: dict) -> None:
     from .wsclient import HEADS, BenchClient, Timing
 
     ssl_ctx = client_ssl(spec["cafile"]) if spec.get("cafile") else None
-    a, b = (BenchClient(spec["urls"][i], identity_from_json(spec[k]), spec["level"], ssl=ssl_ctx)
-            for i, k in enumerate(("a", "b")))
+    a, b = (
+        BenchClient(spec["urls"][i], identity_from_json(spec[k]), spec["level"], ssl=ssl_ctx)
+        for i, k in enumerate(("a", "b"))
+    )
     registry: dict[str, Timing] = {}
     a._ctr = spec.get("counter_start", 0)  # this sender's envelope counter continues across runs
     for c, k in ((a, "a"), (b, "b")):
@@ -81,8 +85,17 @@ async def _child(spec: dict) -> None:
     end = time.perf_counter()
     await a.close()
     await b.close()
-    print(json.dumps({"start": start, "end": end, "errors": a.errors + b.errors,
-                      "timings": [[getattr(t, f) for f in FIELDS] for t in timings]}), flush=True)
+    print(
+        json.dumps(
+            {
+                "start": start,
+                "end": end,
+                "errors": a.errors + b.errors,
+                "timings": [[getattr(t, f) for f in FIELDS] for t in timings],
+            }
+        ),
+        flush=True,
+    )
 
 
 class PairProcess:
@@ -105,8 +118,14 @@ class PairProcess:
     async def start(self, timeout: float = 120) -> None:
         """Start the child, send the spec, wait until it is connected and warmed up."""
         self.proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bench.pairs", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, limit=64 * 1024 * 1024)
+            sys.executable,
+            "-m",
+            "bench.pairs",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            limit=64 * 1024 * 1024,
+        )
         self.proc.stdin.write(json.dumps(self.spec).encode() + b"\n")
         await self.proc.stdin.drain()
         self.pings = (await self._line(timeout))["pings"]

@@ -48,9 +48,11 @@ from .timing import summarize
 from .wsclient import HEADS, BenchClient, Timing
 
 MAX_SAMPLES_KEPT = 2000
-ARRANGEMENT = ("Each pair's two clients run in a process of their own (bench/pairs.py; its sender and "
-               "receiver share one clock), so one pair's RSA unwrap never queues another pair's frames "
-               "on a shared event loop.")
+ARRANGEMENT = (
+    "Each pair's two clients run in a process of their own (bench/pairs.py; its sender and "
+    "receiver share one clock), so one pair's RSA unwrap never queues another pair's frames "
+    "on a shared event loop."
+)
 
 
 async def _metrics(http: httpx2.AsyncClient) -> dict:
@@ -72,13 +74,25 @@ async def register_pairs(url_pair: tuple[str, str], people: list[Identity], leve
             c = BenchClient(url_pair[i % 2], ident, level, ssl=ssl_ctx)
             await c.register(http)
             clients.append(c)
-        return [(a, b, await a.create_conversation(http, [b.identity.public]))
-                for a, b in zip(clients[0::2], clients[1::2], strict=True)]
+        return [
+            (a, b, await a.create_conversation(http, [b.identity.public]))
+            for a, b in zip(clients[0::2], clients[1::2], strict=True)
+        ]
 
 
-async def measure_pairs(pairs: list[tuple], level: int, metrics_urls: list[str], messages: int, size: int, *,
-                        ws_urls: tuple[str, str] | None = None, cafile: Path | None = None, warmup: int = 3,
-                        counter_start: int = 0, pings: int = 20) -> dict:
+async def measure_pairs(
+    pairs: list[tuple],
+    level: int,
+    metrics_urls: list[str],
+    messages: int,
+    size: int,
+    *,
+    ws_urls: tuple[str, str] | None = None,
+    cafile: Path | None = None,
+    warmup: int = 3,
+    counter_start: int = 0,
+    pings: int = 20,
+) -> dict:
     """One measured run over running relays: a child process per pair (``bench/pairs.py``), each
     warmed up and connected before the clock starts, all released at once; the relays' metrics are
     read before and after. ``ws_urls``: where sides a and b open their websockets (a delay proxy),
@@ -86,11 +100,26 @@ async def measure_pairs(pairs: list[tuple], level: int, metrics_urls: list[str],
     "after", "errors"}`` (perf_counter s and ms as in :class:`Timing`)."""
     children = []
     for a, b, cid in pairs:
-        children.append(PairProcess({
-            "level": level, "cid": cid, "head": HEADS[cid], "size": size, "messages": messages, "warmup": warmup,
-            "urls": list(ws_urls) if ws_urls else [a.base_url, b.base_url], "cafile": str(cafile) if cafile else None,
-            "a": identity_to_json(a.identity), "b": identity_to_json(b.identity), "token_a": a.token,
-            "token_b": b.token, "counter_start": counter_start, "pings": pings}))
+        children.append(
+            PairProcess(
+                {
+                    "level": level,
+                    "cid": cid,
+                    "head": HEADS[cid],
+                    "size": size,
+                    "messages": messages,
+                    "warmup": warmup,
+                    "urls": list(ws_urls) if ws_urls else [a.base_url, b.base_url],
+                    "cafile": str(cafile) if cafile else None,
+                    "a": identity_to_json(a.identity),
+                    "b": identity_to_json(b.identity),
+                    "token_a": a.token,
+                    "token_b": b.token,
+                    "counter_start": counter_start,
+                    "pings": pings,
+                }
+            )
+        )
     try:
         await asyncio.gather(*(c.start() for c in children))
         verify = client_ssl(cafile) if cafile else True
@@ -105,9 +134,15 @@ async def measure_pairs(pairs: list[tuple], level: int, metrics_urls: list[str],
     finally:
         for c in children:
             await c.kill()
-    return {"timings": [t for r in results for t in r["timings"]], "pings": children[0].pings,
-            "wall_s": max(r["end"] for r in results) - min(r["start"] for r in results), "before": before,
-            "after": after, "errors": [e for r in results for e in r["errors"]], "pairs": len(pairs)}
+    return {
+        "timings": [t for r in results for t in r["timings"]],
+        "pings": children[0].pings,
+        "wall_s": max(r["end"] for r in results) - min(r["start"] for r in results),
+        "before": before,
+        "after": after,
+        "errors": [e for r in results for e in r["errors"]],
+        "pairs": len(pairs),
+    }
 
 
 def summarize_run(run: dict, name: str, **extra) -> dict:
@@ -134,20 +169,38 @@ def summarize_run(run: dict, name: str, **extra) -> dict:
     split["network_rest_ms"] = max(0.0, e2e_mean - sum(split.values()))
     batches = delta("writer_batches")
     return {
-        "name": name, **extra, "messages": total, "pairs": run["pairs"],
-        "e2e": summarize(e2e).as_dict(), "e2e_mean_ms": e2e_mean, "ack": summarize(ack).as_dict(),
-        "throughput_msgs_per_s": total / run["wall_s"], "wall_s": run["wall_s"], "split_mean_ms": split,
-        "seal": summarize([x["seal_ms"] for x in t]).as_dict(), "open": summarize([x["open_ms"] for x in t]).as_dict(),
+        "name": name,
+        **extra,
+        "messages": total,
+        "pairs": run["pairs"],
+        "e2e": summarize(e2e).as_dict(),
+        "e2e_mean_ms": e2e_mean,
+        "ack": summarize(ack).as_dict(),
+        "throughput_msgs_per_s": total / run["wall_s"],
+        "wall_s": run["wall_s"],
+        "split_mean_ms": split,
+        "seal": summarize([x["seal_ms"] for x in t]).as_dict(),
+        "open": summarize([x["open_ms"] for x in t]).as_dict(),
         # the relays' own time.process_time() (ns resolution; /proc counts 10 ms ticks)
         "relay_cpu_ms_per_msg": delta("process_cpu_s") * 1000 / total,
         "group_commit_factor": delta("writer_ops") / batches if batches else None,
-        "ws_ping": summarize(run["pings"]).as_dict(), "errors": run["errors"][:5],
+        "ws_ping": summarize(run["pings"]).as_dict(),
+        "errors": run["errors"][:5],
         "samples_ms": e2e[:MAX_SAMPLES_KEPT],
     }
 
 
-async def run_config(level: int, tls: bool, people: list[Identity], messages: int, size: int, workdir: Path,
-                     cert: tuple[Path, Path] | None, *, warmup: int = 3) -> dict:
+async def run_config(
+    level: int,
+    tls: bool,
+    people: list[Identity],
+    messages: int,
+    size: int,
+    workdir: Path,
+    cert: tuple[Path, Path] | None,
+    *,
+    warmup: int = 3,
+) -> dict:
     """One relay configuration (one SQLite relay; two relays: :mod:`bench.cross`): latency
     samples, throughput, the split, the relay's CPU per message. Times in ms, throughput in
     messages/s."""
@@ -158,8 +211,9 @@ async def run_config(level: int, tls: bool, people: list[Identity], messages: in
     try:
         url = https_url(proc) if tls else proc.url
         pairs = await register_pairs((url, url), people, level, ssl_ctx)
-        run = await measure_pairs(pairs, level, [url], messages, size, cafile=cert[0] if tls and cert else None,
-                                  warmup=warmup)
+        run = await measure_pairs(
+            pairs, level, [url], messages, size, cafile=cert[0] if tls and cert else None, warmup=warmup
+        )
     finally:
         await asyncio.to_thread(proc.stop)
     return summarize_run(run, name, level=level, tls=tls, topology="SQLite 1 relay", size=size)
@@ -190,9 +244,11 @@ async def jwt_probe(people: list[Identity], workdir: Path, messages: int = 20) -
             from shared import plain
 
             for i in range(messages):
-                r = await http.post(f"/v1/conversations/{cid}/messages",
-                                    headers={"Authorization": f"Bearer {a.token}", "Content-Type": "application/json"},
-                                    content=plain.encode(plain.make(f"REST message {i}", cid, a.username)))
+                r = await http.post(
+                    f"/v1/conversations/{cid}/messages",
+                    headers={"Authorization": f"Bearer {a.token}", "Content-Type": "application/json"},
+                    content=plain.encode(plain.make(f"REST message {i}", cid, a.username)),
+                )
                 r.raise_for_status()
             after_rest = (await http.get("/v1/metrics", headers=OPERATOR_HEADERS)).json()
             await a.close()
@@ -200,11 +256,14 @@ async def jwt_probe(people: list[Identity], workdir: Path, messages: int = 20) -
     finally:
         await asyncio.to_thread(relay.stop)
     ws_verifications = after_ws["jwt_verifications"] - before["jwt_verifications"]
-    return {"ws_messages": messages, "ws_verifications": ws_verifications,
-            "verifications_per_ws_message": ws_verifications / messages,
-            "rest_sends": messages,
-            "rest_verifications": after_rest["jwt_verifications"] - after_ws["jwt_verifications"],
-            "rest_cache_hits": after_rest["jwt_cache_hits"] - after_ws["jwt_cache_hits"]}
+    return {
+        "ws_messages": messages,
+        "ws_verifications": ws_verifications,
+        "verifications_per_ws_message": ws_verifications / messages,
+        "rest_sends": messages,
+        "rest_verifications": after_rest["jwt_verifications"] - after_ws["jwt_verifications"],
+        "rest_cache_hits": after_rest["jwt_cache_hits"] - after_ws["jwt_cache_hits"],
+    }
 
 
 def _default_synchronous() -> str:
@@ -224,15 +283,30 @@ def broker_support() -> tuple[bool, str]:
     return True, ""
 
 
-async def run_async(levels: tuple[int, ...] = (1, 2, 3, 4), tls_modes: tuple[bool, ...] = (False, True),
-                    clients: int = 4, messages: int = 200, size: int = 1024, bits: int = 3072, relays: int = 1,
-                    progress=None) -> dict:
+async def run_async(
+    levels: tuple[int, ...] = (1, 2, 3, 4),
+    tls_modes: tuple[bool, ...] = (False, True),
+    clients: int = 4,
+    messages: int = 200,
+    size: int = 1024,
+    bits: int = 3072,
+    relays: int = 1,
+    progress=None,
+) -> dict:
     """Run every configuration; see the module doc. Returns a JSON-ready dict (ms, messages/s)."""
     step = progress or (lambda _label: None)
     clients = max(2, clients - clients % 2)
-    params = {"levels": list(levels), "tls": list(tls_modes), "clients": clients, "messages": messages,
-              "size": size, "bits": bits, "relays": relays, "synchronous": _default_synchronous(),
-              "arrangement": ARRANGEMENT}
+    params = {
+        "levels": list(levels),
+        "tls": list(tls_modes),
+        "clients": clients,
+        "messages": messages,
+        "size": size,
+        "bits": bits,
+        "relays": relays,
+        "synchronous": _default_synchronous(),
+        "arrangement": ARRANGEMENT,
+    }
     if relays == 2:
         ok, why = broker_support()
         if not ok:

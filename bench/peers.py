@@ -11,8 +11,14 @@ from pathlib import Path
 SCRIPT = Path(__file__).with_name("peers.mjs")
 
 
-def run(n: int = 1000, keygen_n: int = 4, bits: int = 3072, sizes: tuple[int, ...] = (2048, 3072, 4096),
-        timeout_s: float = 600, progress=None) -> dict:
+def run(
+    n: int = 1000,
+    keygen_n: int = 4,
+    bits: int = 3072,
+    sizes: tuple[int, ...] = (2048, 3072, 4096),
+    timeout_s: float = 600,
+    progress=None,
+) -> dict:
     """Run ``node bench/peers.mjs`` and return its JSON (times in ms), or ``{"skipped": reason}``
     when ``node`` is not on PATH or fails."""
     node = shutil.which("node")

@@ -38,8 +38,9 @@ from . import article
 from .timing import Stats, measure, measure_paired
 
 ISSUER, AUDIENCE = "e2ee-chat-relay", "e2ee-chat"
-SEAL_EXTRA: dict = ({"epoch": 1, "head": b64u_encode(bytes(32))}
-                    if "epoch" in inspect.signature(envelope.seal).parameters else {})
+SEAL_EXTRA: dict = (
+    {"epoch": 1, "head": b64u_encode(bytes(32))} if "epoch" in inspect.signature(envelope.seal).parameters else {}
+)
 """The membership epoch and head that a v2 ``envelope.seal`` takes (no relay checks them in a
 micro-benchmark); empty for v1."""
 _KC = getattr(envelope, "KC_CONTEXT", None)
@@ -67,8 +68,15 @@ def make_tokens(algorithm: str = "HS256") -> Tokens:
 
 def pyjwt_decode(tokens: Tokens, token: str) -> dict:
     """A plain PyJWT decode with the same key, algorithm list and claim checks as the relay."""
-    return jwt.decode(token, tokens._verify_key, algorithms=[tokens.algorithm], audience=AUDIENCE, issuer=ISSUER,
-                      leeway=2, options={"require": ["exp", "iat", "sub", "iss", "aud", "jti"], "strict_aud": True})
+    return jwt.decode(
+        token,
+        tokens._verify_key,
+        algorithms=[tokens.algorithm],
+        audience=AUDIENCE,
+        issuer=ISSUER,
+        leeway=2,
+        options={"require": ["exp", "iat", "sub", "iss", "aud", "jti"], "strict_aud": True},
+    )
 
 
 def jwt_costs(n: int) -> dict:
@@ -140,8 +148,11 @@ def per_request(n: int, people: list[Identity], tokens: Tokens, token: str) -> d
             envelope.open(env, reader, sign_pub)
 
         out[label] = {
-            "L1": measure(l1, n), "L2": measure(l2, n), "L2_rest": measure(l2_rest, n),
-            "L3": measure(l3_hop, n), "L4": measure(l4, max(20, n // 4)),
+            "L1": measure(l1, n),
+            "L2": measure(l2, n),
+            "L2_rest": measure(l2_rest, n),
+            "L3": measure(l3_hop, n),
+            "L4": measure(l4, max(20, n // 4)),
         }
     return out
 
@@ -200,8 +211,9 @@ def key_commitment(cek: bytes) -> bytes:
     return mac.finalize()
 
 
-def seal_primitives(pubs: list, signer: Identity, cek: bytes, iv: bytes, text: bytes, aad: bytes,
-                    signing_input: bytes) -> None:
+def seal_primitives(
+    pubs: list, signer: Identity, cek: bytes, iv: bytes, text: bytes, aad: bytes, signing_input: bytes
+) -> None:
     """The cryptography ``envelope.seal`` runs and nothing else (the seal target's floor): the
     fresh CEK, nonce and message id from the OS CSPRNG (one 60-byte draw), the v2 key commitment
     (an HMAC-SHA-256), one RSA-OAEP-256 wrap of the 32-byte ``cek`` per recipient, AES-256-GCM
@@ -244,10 +256,12 @@ def l4_parts(n: int, people: list[Identity], size: int, recipients: int) -> dict
         "aes_gcm_decrypt": measure(lambda: AESGCM(cek).decrypt(iv, sealed, aad), n),
         "ed25519_sign": measure(lambda: sender.sign_private.sign(signing_input), n),
         "ed25519_verify": measure(lambda: sign_pub.verify(sig, signing_input), n),
-        "rsa_pss_sign": measure(lambda: reader.wrap_private.sign(signing_input, _PSS, hashes.SHA256()),
-                                max(20, n // 4)),
-        "rsa_pss_verify": measure(lambda: reader.public.wrap_key.verify(pss_sig, signing_input, _PSS, hashes.SHA256()),
-                                  n),
+        "rsa_pss_sign": measure(
+            lambda: reader.wrap_private.sign(signing_input, _PSS, hashes.SHA256()), max(20, n // 4)
+        ),
+        "rsa_pss_verify": measure(
+            lambda: reader.public.wrap_key.verify(pss_sig, signing_input, _PSS, hashes.SHA256()), n
+        ),
         "relay_parse": measure(lambda: envelope.parse(env_bytes), n),
         "relay_frame_decode": measure(lambda: frames.decode_client_frame(frame), n),
         "b64url_encode_ciphertext": measure(lambda: b64u_encode(sealed), n),
@@ -265,11 +279,17 @@ def l4_parts(n: int, people: list[Identity], size: int, recipients: int) -> dict
 
     # Each ratio's two sides timed in turns (measure_paired): separate loops minutes apart
     # put the machine's load drift into the ratio.
-    rows.update(measure_paired({
-        "l4_seal": lambda: envelope.seal(text, sender, "c1", pubs, counter=1, **SEAL_EXTRA),
-        "l4_seal_floor": seal_floor,
-        "l4_open": lambda: envelope.open(env_bytes, reader, sign_pub), "l4_open_floor": open_floor,
-    }, n))
+    rows.update(
+        measure_paired(
+            {
+                "l4_seal": lambda: envelope.seal(text, sender, "c1", pubs, counter=1, **SEAL_EXTRA),
+                "l4_seal_floor": seal_floor,
+                "l4_open": lambda: envelope.open(env_bytes, reader, sign_pub),
+                "l4_open_floor": open_floor,
+            },
+            n,
+        )
+    )
     m = {k: v.median for k, v in rows.items()}
     seal_floor_ms, open_floor_ms = m["l4_seal_floor"], m["l4_open_floor"]
     return {
@@ -280,8 +300,14 @@ def l4_parts(n: int, people: list[Identity], size: int, recipients: int) -> dict
     }
 
 
-def run(n: int = 1000, bits: int = 3072, recipients: int = 2, keygen_n: int = 6,
-        sizes: tuple[int, ...] = (2048, 3072, 4096), progress=None) -> dict:
+def run(
+    n: int = 1000,
+    bits: int = 3072,
+    recipients: int = 2,
+    keygen_n: int = 6,
+    sizes: tuple[int, ...] = (2048, 3072, 4096),
+    progress=None,
+) -> dict:
     """The whole primitives suite. ``progress(label)`` is called before each part.
 
     Returns a JSON-ready dict; every time is in ms (``{"n", "median_ms", "p95_ms", "p99_ms"}``).

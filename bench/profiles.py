@@ -13,8 +13,20 @@ import cProfile
 import pstats
 from collections.abc import Callable
 
-PRIMITIVE_METHODS = {"encrypt", "decrypt", "sign", "verify", "finalize", "update", "urandom", "exchange",
-                     "encapsulate", "decapsulate", "derive", "generate"}
+PRIMITIVE_METHODS = {
+    "encrypt",
+    "decrypt",
+    "sign",
+    "verify",
+    "finalize",
+    "update",
+    "urandom",
+    "exchange",
+    "encapsulate",
+    "decapsulate",
+    "derive",
+    "generate",
+}
 """cryptography's (and the OS CSPRNG's) C/Rust entry points: the floor's own work."""
 
 
@@ -31,10 +43,19 @@ def breakdown(fn: Callable[[], object], calls: int = 2000, top: int = 8) -> dict
     for (file, line, name), (_cc, nc, tt, _ct, _callers) in pstats.Stats(prof).stats.items():
         bare = name.strip("<>").split(" of ")[0].replace("method '", "").replace("built-in method ", "").strip("'")
         label = name if file == "~" else f"{'/'.join(file.split('/')[-2:])}:{line}({name})"
-        rows.append({"function": label, "us_per_call": tt / calls * 1e6, "ncalls_per_call": nc / calls,
-                     "primitive": file == "~" and bare.split(".")[-1] in PRIMITIVE_METHODS})
+        rows.append(
+            {
+                "function": label,
+                "us_per_call": tt / calls * 1e6,
+                "ncalls_per_call": nc / calls,
+                "primitive": file == "~" and bare.split(".")[-1] in PRIMITIVE_METHODS,
+            }
+        )
     rows = [r for r in rows if "disable" not in r["function"] and "<lambda>" not in r["function"]]
     rows.sort(key=lambda r: r["us_per_call"], reverse=True)
-    return {"calls": calls, "primitives_us": sum(r["us_per_call"] for r in rows if r["primitive"]),
-            "python_us": sum(r["us_per_call"] for r in rows if not r["primitive"]),
-            "functions": [r for r in rows if not r["primitive"]][:top]}
+    return {
+        "calls": calls,
+        "primitives_us": sum(r["us_per_call"] for r in rows if r["primitive"]),
+        "python_us": sum(r["us_per_call"] for r in rows if not r["primitive"]),
+        "functions": [r for r in rows if not r["primitive"]][:top],
+    }

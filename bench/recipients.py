@@ -32,9 +32,13 @@ from .timing import Stats, measure, measure_paired, sample
 
 UI_FRAME_MS = 1000 / 60
 """One frame at 60 Hz (ms): the point past which work on a UI thread is visible."""
-STRATEGIES = {"rsa": "RSA-OAEP per message (product)", "x25519": "X25519 + HKDF per message",
-              "hybrid": "X25519 + ML-KEM-768 + HKDF per message", "group": "conversation key (per message)",
-              "group_rotate": "conversation key: rotation message (N RSA wraps)"}
+STRATEGIES = {
+    "rsa": "RSA-OAEP per message (product)",
+    "x25519": "X25519 + HKDF per message",
+    "hybrid": "X25519 + ML-KEM-768 + HKDF per message",
+    "group": "conversation key (per message)",
+    "group_rotate": "conversation key: rotation message (N RSA wraps)",
+}
 
 
 def relay_limits() -> dict[str, int]:
@@ -76,8 +80,9 @@ def _recipients(keys: list[Identity], count: int, pool: int) -> tuple[list[Publi
     return pubs, reader
 
 
-def _cell(text: bytes, sender: Identity, keys: list[Identity], count: int, pool: int, n: int, budget_ms: float,
-          others: dict) -> dict:
+def _cell(
+    text: bytes, sender: Identity, keys: list[Identity], count: int, pool: int, n: int, budget_ms: float, others: dict
+) -> dict:
     """Every strategy at ``count`` recipients (times in ms, sizes in bytes)."""
     pubs, reader = _recipients(keys, count, pool)
     env = envelope.seal(text, sender, "c1", pubs, counter=1, **SEAL_EXTRA)
@@ -91,9 +96,11 @@ def _cell(text: bytes, sender: Identity, keys: list[Identity], count: int, pool:
 
     # seal and its floor timed in turns (the ratio holds under load drift), in half the budget each
     est = max(0.001, min(sample(seal, 2, warmup=1)))
-    paired = measure_paired({"seal": seal, "floor": lambda: seal_primitives(pubs, sender, cek, iv, text, aad,
-                                                                            sig_input)},
-                            int(max(5, min(n, budget_ms / 2 / est))), warmup=1)
+    paired = measure_paired(
+        {"seal": seal, "floor": lambda: seal_primitives(pubs, sender, cek, iv, text, aad, sig_input)},
+        int(max(5, min(n, budget_ms / 2 / est))),
+        warmup=1,
+    )
     signer, verify_key = others["signer"], others["verify_key"]
     xr, hr = others["x25519"][:count], others["hybrid"][:count]
     xenv, henv = X25519Wrap.seal(text, signer, xr), HybridWrap.seal(text, signer, hr)
@@ -101,7 +108,8 @@ def _cell(text: bytes, sender: Identity, keys: list[Identity], count: int, pool:
     genv = group.seal(text, signer)
     few = max(20, n // 4)
     return {
-        "rsa_seal": paired["seal"].as_dict(), "rsa_seal_floor_ms": paired["floor"].median,
+        "rsa_seal": paired["seal"].as_dict(),
+        "rsa_seal_floor_ms": paired["floor"].median,
         "rsa_seal_floor": paired["floor"].as_dict(),
         "rsa_open": _adaptive(lambda: envelope.open(env, reader, sender.public.sign_key), budget_ms / 2, n).as_dict(),
         "relay_parse": _adaptive(lambda: envelope.parse(env), budget_ms / 4, n).as_dict(),
@@ -115,14 +123,22 @@ def _cell(text: bytes, sender: Identity, keys: list[Identity], count: int, pool:
         "group_seal": measure(lambda: group.seal(text, signer), few).as_dict(),
         "group_open": measure(lambda: group.open(genv, verify_key), few).as_dict(),
         "group_envelope_bytes": len(genv),
-        "group_rotate": _adaptive(lambda: GroupKey.rotate(signer, [p.wrap_key for p in pubs]), budget_ms / 2,
-                                  n).as_dict(),
+        "group_rotate": _adaptive(
+            lambda: GroupKey.rotate(signer, [p.wrap_key for p in pubs]), budget_ms / 2, n
+        ).as_dict(),
         "group_rotate_bytes": len(dist),
     }
 
 
-def run(n: int = 200, sizes: tuple[int, ...] = (2048, 3072, 4096), most: int = 256, pool: int = 8,
-        budget_ms: float = 1500, size: int = 1024, progress=None) -> dict:
+def run(
+    n: int = 200,
+    sizes: tuple[int, ...] = (2048, 3072, 4096),
+    most: int = 256,
+    pool: int = 8,
+    budget_ms: float = 1500,
+    size: int = 1024,
+    progress=None,
+) -> dict:
     """Sweep recipients 1..``most`` for each RSA size in ``sizes``; ``progress(label)`` per cell.
 
     Returns ``{"params", "limits", "sizes": {bits: {"wrap", "unwrap", "rows": {N: {...}}, "knees",
@@ -133,11 +149,19 @@ def run(n: int = 200, sizes: tuple[int, ...] = (2048, 3072, 4096), most: int = 2
     counts = recipient_counts(most)
     signer = ed25519.Ed25519PrivateKey.generate()
     step(f"X25519 and ML-KEM-768 keys for {most} recipients")
-    others = {"signer": signer, "verify_key": signer.public_key(), "x25519": [X25519Recipient() for _ in range(most)],
-              "hybrid": [HybridRecipient() for _ in range(most)]}
+    others = {
+        "signer": signer,
+        "verify_key": signer.public_key(),
+        "x25519": [X25519Recipient() for _ in range(most)],
+        "hybrid": [HybridRecipient() for _ in range(most)],
+    }
     limits = relay_limits()
-    out: dict = {"params": {"n": n, "sizes": list(sizes), "most": most, "pool": pool, "size": size,
-                            "budget_ms": budget_ms}, "limits": limits, "strategies": STRATEGIES, "sizes": {}}
+    out: dict = {
+        "params": {"n": n, "sizes": list(sizes), "most": most, "pool": pool, "size": size, "budget_ms": budget_ms},
+        "limits": limits,
+        "strategies": STRATEGIES,
+        "sizes": {},
+    }
     for bits in sizes:
         step(f"RSA-{bits}: generating {pool} keys")
         sender = Identity.generate("alice", bits)
@@ -150,11 +174,17 @@ def run(n: int = 200, sizes: tuple[int, ...] = (2048, 3072, 4096), most: int = 2
             step(f"RSA-{bits}: {count} recipients")
             rows[str(count)] = _cell(text, sender, keys, count, pool, n, budget_ms, others)
         step(f"RSA-{bits}: profile of a seal to 1 recipient (the smallest floor)")
-        profile = breakdown(lambda s=sender: envelope.seal(text, s, "c1", [s.public], counter=1, **SEAL_EXTRA),
-                            calls=min(2000, 10 * n))
-        out["sizes"][str(bits)] = {"wrap": wrap.as_dict(), "unwrap": unwrap.as_dict(), "rows": rows,
-                                   "knees": knees(rows), "at_limit": at_limit(rows, limits),
-                                   "seal_profile_n1": profile}
+        profile = breakdown(
+            lambda s=sender: envelope.seal(text, s, "c1", [s.public], counter=1, **SEAL_EXTRA), calls=min(2000, 10 * n)
+        )
+        out["sizes"][str(bits)] = {
+            "wrap": wrap.as_dict(),
+            "unwrap": unwrap.as_dict(),
+            "rows": rows,
+            "knees": knees(rows),
+            "at_limit": at_limit(rows, limits),
+            "seal_profile_n1": profile,
+        }
     return out
 
 
@@ -165,14 +195,22 @@ def at_limit(rows: dict[str, dict], limits: dict[str, int]) -> dict[str, dict]:
     ns = sorted(int(k) for k in rows)
     lo, hi = rows[str(ns[0])], rows[str(ns[-1])]
     out = {}
-    for name, key in (("rsa", "rsa_envelope_bytes"), ("x25519", "x25519_envelope_bytes"),
-                      ("hybrid", "hybrid_envelope_bytes"), ("group", "group_envelope_bytes"),
-                      ("group_rotate", "group_rotate_bytes")):
+    for name, key in (
+        ("rsa", "rsa_envelope_bytes"),
+        ("x25519", "x25519_envelope_bytes"),
+        ("hybrid", "hybrid_envelope_bytes"),
+        ("group", "group_envelope_bytes"),
+        ("group_rotate", "group_rotate_bytes"),
+    ):
         per = (hi[key] - lo[key]) / (ns[-1] - ns[0]) if ns[-1] > ns[0] else 0.0
         fixed = lo[key] - per * ns[0]
         first = None if per < 1 else int((limits["max_envelope_bytes"] - fixed) // per) + 1
-        out[name] = {"bytes_per_recipient": per, "fixed_bytes": fixed, "first_n_over_limit": first,
-                     "recipient_cap": limits["max_recipients"]}
+        out[name] = {
+            "bytes_per_recipient": per,
+            "fixed_bytes": fixed,
+            "first_n_over_limit": first,
+            "recipient_cap": limits["max_recipients"],
+        }
     return out
 
 
@@ -180,6 +218,7 @@ def knees(rows: dict[str, dict]) -> dict[str, int | None]:
     """Where per-recipient RSA wrapping stops being cheap: the first recipient count whose seal
     median exceeds 1 ms, exceeds one 60 Hz UI frame (16.7 ms), and exceeds 10x a message under a
     conversation key (None when no count in the sweep does)."""
+
     def first(pred) -> int | None:
         for count, r in sorted(rows.items(), key=lambda kv: int(kv[0])):
             if pred(r):

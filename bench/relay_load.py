@@ -51,8 +51,9 @@ from .wsclient import BenchClient
 def _start_echo(workdir: Path) -> tuple[subprocess.Popen, int]:
     port = free_port()
     log = open(workdir / "echo.stdout", "ab")  # owned by the child
-    proc = subprocess.Popen([sys.executable, "-m", "bench.echo_app", "--port", str(port)], stdout=log,
-                            stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bench.echo_app", "--port", str(port)], stdout=log, stderr=subprocess.STDOUT
+    )
     log.close()
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -121,8 +122,9 @@ def _seal_pool(job: tuple) -> list[tuple[str, str, bytes]]:
     return out
 
 
-def prepare(people: list[Identity], pool: int) -> tuple[list[tuple[int, int, str, str]],
-                                                       list[list[tuple[str, str, bytes]]]]:
+def prepare(
+    people: list[Identity], pool: int
+) -> tuple[list[tuple[int, int, str, str]], list[list[tuple[str, str, bytes]]]]:
     """One conversation per pair (its creation statement, reused on every fresh relay) and
     ``pool`` sealed envelopes per client, sealed in two worker processes.
 
@@ -136,16 +138,26 @@ def prepare(people: list[Identity], pool: int) -> tuple[list[tuple[int, int, str
         created = membership.create(a, cid, "bench", [membership.member_of(a.public), membership.member_of(b.public)])
         pairs.append((ia, ia + 1, cid, created.signed))
         both = [identity_to_json(a), identity_to_json(b)]
-        jobs += [(both[0], both, cid, created.ep, created.hash, pool), (both[1], both, cid, created.ep, created.hash,
-                                                                        pool)]
+        jobs += [
+            (both[0], both, cid, created.ep, created.hash, pool),
+            (both[1], both, cid, created.ep, created.hash, pool),
+        ]
     with ProcessPoolExecutor(2) as ex:
         plan = list(ex.map(_seal_pool, jobs))
     return pairs, plan
 
 
-async def _relay_run(people: list[Identity], pairs: list, plan: list[list[tuple[str, str, bytes]]], seconds: float,
-                     window: int, workdir: Path, progress, synchronous: str | None = None,
-                     profile: bool = False) -> dict:
+async def _relay_run(
+    people: list[Identity],
+    pairs: list,
+    plan: list[list[tuple[str, str, bytes]]],
+    seconds: float,
+    window: int,
+    workdir: Path,
+    progress,
+    synchronous: str | None = None,
+    profile: bool = False,
+) -> dict:
     env = {"E2EE_SQLITE_SYNCHRONOUS": synchronous} if synchronous else {}
     relay = await asyncio.to_thread(start_relay, workdir, 4, env=env)
     sampler = None
@@ -155,8 +167,11 @@ async def _relay_run(people: list[Identity], pairs: list, plan: list[list[tuple[
             for c in clients:
                 await c.register(http)
             for ia, _ib, _cid, signed in pairs:
-                r = await http.post("/v1/conversations", json={"statement": signed},
-                                    headers={"Authorization": f"Bearer {clients[ia].token}"})
+                r = await http.post(
+                    "/v1/conversations",
+                    json={"statement": signed},
+                    headers={"Authorization": f"Bearer {clients[ia].token}"},
+                )
                 if r.status_code != 201:
                     raise RuntimeError(f"conversation: {r.status_code} {r.text[:200]}")
         for c in clients:
@@ -210,22 +225,34 @@ async def _relay_run(people: list[Identity], pairs: list, plan: list[list[tuple[
         in_db = db.execute("SELECT count(*) FROM messages").fetchone()[0]
     finally:
         db.close()
-    return {"synchronous": synchronous or default_synchronous(), "messages": total, "wall_s": wall,
-            "throughput_msgs_per_s": total / wall, "cpu_s": cpu, "cpu_ms_per_msg": cpu * 1000 / max(1, total),
-            "acked": total, "delivered": delivered, "in_database": in_db, "pool_spent": any(
-                len(p) <= a for p, a in zip(plan, acked, strict=True)),
-            "errors": errors[:5], "group_commit_factor": metrics["writer_ops"] / max(1, metrics["writer_batches"]),
-            "relay_split_ms_per_msg": {k.replace("_s", "_ms"): metrics[k] * 1000 / max(1, metrics["stored"])
-                                       for k in ("checks_s", "commit_s", "fanout_s")},
-            "profile": split if split is not None else (
-                {"skipped": sampler.error} if sampler is not None else None)}
+    return {
+        "synchronous": synchronous or default_synchronous(),
+        "messages": total,
+        "wall_s": wall,
+        "throughput_msgs_per_s": total / wall,
+        "cpu_s": cpu,
+        "cpu_ms_per_msg": cpu * 1000 / max(1, total),
+        "acked": total,
+        "delivered": delivered,
+        "in_database": in_db,
+        "pool_spent": any(len(p) <= a for p, a in zip(plan, acked, strict=True)),
+        "errors": errors[:5],
+        "group_commit_factor": metrics["writer_ops"] / max(1, metrics["writer_batches"]),
+        "relay_split_ms_per_msg": {
+            k.replace("_s", "_ms"): metrics[k] * 1000 / max(1, metrics["stored"])
+            for k in ("checks_s", "commit_s", "fanout_s")
+        },
+        "profile": split if split is not None else ({"skipped": sampler.error} if sampler is not None else None),
+    }
 
 
 async def _echo_run(clients: int, frame: str, seconds: float, window: int, workdir: Path) -> dict:
     proc, port = await asyncio.to_thread(_start_echo, workdir)
     try:
-        conns = [await connect(f"ws://127.0.0.1:{port}/ws", compression=None, max_size=2 * 1024 * 1024,
-                               ping_interval=None) for _ in range(clients)]
+        conns = [
+            await connect(f"ws://127.0.0.1:{port}/ws", compression=None, max_size=2 * 1024 * 1024, ping_interval=None)
+            for _ in range(clients)
+        ]
         counts = [0] * clients
 
         async def client(i: int, ws) -> None:
@@ -264,12 +291,25 @@ async def _echo_run(clients: int, frame: str, seconds: float, window: int, workd
     finally:
         await asyncio.to_thread(_stop, proc)
     total = sum(counts)
-    return {"messages": total, "wall_s": wall, "throughput_msgs_per_s": total / wall, "cpu_s": cpu,
-            "cpu_ms_per_msg": cpu * 1000 / max(1, total)}
+    return {
+        "messages": total,
+        "wall_s": wall,
+        "throughput_msgs_per_s": total / wall,
+        "cpu_s": cpu,
+        "cpu_ms_per_msg": cpu * 1000 / max(1, total),
+    }
 
 
-async def run_async(clients: int = 50, seconds: float = 5.0, pool: int = 1000, window: int = 8, bits: int = 3072,
-                    also_full: bool = True, profile: bool = True, progress=None) -> dict:
+async def run_async(
+    clients: int = 50,
+    seconds: float = 5.0,
+    pool: int = 1000,
+    window: int = 8,
+    bits: int = 3072,
+    also_full: bool = True,
+    profile: bool = True,
+    progress=None,
+) -> dict:
     """Relay vs echo app under the same load for ``seconds`` each; see the module doc. Times in
     ms and s, throughput in messages/s; ``ratio`` = relay throughput / echo throughput (target
     >= 0.5), ``cpu_ratio`` = relay CPU per message / echo CPU per message (target <= 3)."""
@@ -288,14 +328,27 @@ async def run_async(clients: int = 50, seconds: float = 5.0, pool: int = 1000, w
             fsync = await _relay_run(people, pairs, plan, seconds, window, work / "relay-full", step, "FULL")
         step(f"echo app: {clients} clients for {seconds:g} s, window {window}")
         _mid, cid, sealed = plan[0][0]
-        echo = await _echo_run(clients, frames.encode(frames.Send(cid, msgspec.Raw(sealed))).decode(), seconds, window,
-                               work)
-    return {"params": {"clients": clients, "seconds": seconds, "pool": pool, "window": window, "bits": bits,
-                       "size": 1024, "load": os.getloadavg()},
-            "relay": relay, "relay_fsync": fsync, "echo": echo,
-            "ratio": relay["throughput_msgs_per_s"] / echo["throughput_msgs_per_s"], "target_ratio": 0.5,
-            "cpu_ratio": relay["cpu_ms_per_msg"] / echo["cpu_ms_per_msg"],
-            "durable_before_ack": relay["in_database"] >= relay["acked"]}
+        echo = await _echo_run(
+            clients, frames.encode(frames.Send(cid, msgspec.Raw(sealed))).decode(), seconds, window, work
+        )
+    return {
+        "params": {
+            "clients": clients,
+            "seconds": seconds,
+            "pool": pool,
+            "window": window,
+            "bits": bits,
+            "size": 1024,
+            "load": os.getloadavg(),
+        },
+        "relay": relay,
+        "relay_fsync": fsync,
+        "echo": echo,
+        "ratio": relay["throughput_msgs_per_s"] / echo["throughput_msgs_per_s"],
+        "target_ratio": 0.5,
+        "cpu_ratio": relay["cpu_ms_per_msg"] / echo["cpu_ms_per_msg"],
+        "durable_before_ack": relay["in_database"] >= relay["acked"],
+    }
 
 
 def run(**kwargs) -> dict:

@@ -89,11 +89,15 @@ def split(stacks: dict[str, int]) -> dict:
         leaf = frames[-1]
         # a library leaf (SQLite, websockets, asyncio) decides; else the innermost project frame
         part = _library_part(leaf["file"]) or next(
-            (p for fr in reversed(frames) if (p := _part(fr["func"], fr["file"])) is not None), "other")
+            (p for fr in reversed(frames) if (p := _part(fr["func"], fr["file"])) is not None), "other"
+        )
         parts[part] += count
         leaves[f"{leaf['func']} ({leaf['file'].rsplit('site-packages/', 1)[-1]})"] += count
-    return {"samples": total, "shares": {p: parts[p] / total if total else 0.0 for p in PARTS},
-            "top": [{"function": f, "share": n / total} for f, n in leaves.most_common(12)]}
+    return {
+        "samples": total,
+        "shares": {p: parts[p] / total if total else 0.0 for p in PARTS},
+        "top": [{"function": f, "share": n / total} for f, n in leaves.most_common(12)],
+    }
 
 
 def read_raw(path: Path) -> dict[str, int]:
@@ -124,9 +128,23 @@ class Sampler:
         if exe is None:
             self.error = "py-spy is not installed (pip install py-spy; it is in the dev extra)"
             return False
-        self.proc = subprocess.Popen([exe, "record", "--pid", str(self.pid), "--nonblocking", "--rate",
-                                      str(self.rate), "--format", "raw", "--output", str(self.out)],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.proc = subprocess.Popen(
+            [
+                exe,
+                "record",
+                "--pid",
+                str(self.pid),
+                "--nonblocking",
+                "--rate",
+                str(self.rate),
+                "--format",
+                "raw",
+                "--output",
+                str(self.out),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         return True
 
     def stop(self) -> dict | None:
@@ -148,4 +166,3 @@ class Sampler:
             return split(read_raw(self.out))
         finally:
             shutil.rmtree(self._dir, ignore_errors=True)
-

@@ -36,8 +36,14 @@ def level_args(level: int) -> list[str]:
     return [] if level == 4 else ["--level", str(level), "--demo-level"]
 
 
-def start_relay(data_dir: Path, level: int, *, tls: tuple[Path, Path] | None = None, extra: list[str] | None = None,
-                env: dict[str, str] | None = None) -> RelayProcess:
+def start_relay(
+    data_dir: Path,
+    level: int,
+    *,
+    tls: tuple[Path, Path] | None = None,
+    extra: list[str] | None = None,
+    env: dict[str, str] | None = None,
+) -> RelayProcess:
     """Start a relay at ``level`` on a free port (TLS with ``(cert, key)``); blocks until healthy."""
     args = level_args(level) + list(extra or [])
     if tls is not None:
@@ -52,8 +58,12 @@ def https_url(proc: RelayProcess) -> str:
 
 def dev_cert(folder: Path) -> tuple[Path, Path]:
     """Write a self-signed certificate for 127.0.0.1 with ``e2ee-relay dev-cert``; returns (cert, key)."""
-    subprocess.run([sys.executable, "-m", "server", "dev-cert", "--data-dir", str(folder)], check=True,
-                   capture_output=True, timeout=60)
+    subprocess.run(
+        [sys.executable, "-m", "server", "dev-cert", "--data-dir", str(folder)],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
     return folder / "tls" / "cert.pem", folder / "tls" / "key.pem"
 
 
@@ -64,8 +74,7 @@ def client_ssl(cert: Path) -> ssl.SSLContext:
 
 def relay_help() -> str:
     """``e2ee-relay --help`` text (to see which options this relay build accepts)."""
-    return subprocess.run([sys.executable, "-m", "server", "--help"], capture_output=True, text=True,
-                          timeout=60).stdout
+    return subprocess.run([sys.executable, "-m", "server", "--help"], capture_output=True, text=True, timeout=60).stdout
 
 
 def reachable(host: str, port: int, timeout: float = 0.5) -> bool:
@@ -100,5 +109,3 @@ async def drop_pg_database(name: str) -> None:
         await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     finally:
         await conn.close()
-
-

@@ -61,8 +61,19 @@ def _signing_input(env: _Env) -> bytes:
 
 
 def _header(kind: str, kids: list[str]) -> str:
-    return b64u_encode(_enc.encode({"alg": kind, "enc": "A256GCM", "cid": "c1", "snd": "alice", "ctr": 1,
-                                    "mid": b64u_encode(os.urandom(16)), "rkids": kids}))
+    return b64u_encode(
+        _enc.encode(
+            {
+                "alg": kind,
+                "enc": "A256GCM",
+                "cid": "c1",
+                "snd": "alice",
+                "ctr": 1,
+                "mid": b64u_encode(os.urandom(16)),
+                "rkids": kids,
+            }
+        )
+    )
 
 
 def _kek(shared: bytes, epk: bytes, rpk: bytes) -> bytes:
@@ -114,14 +125,20 @@ class X25519Wrap:
     @staticmethod
     def seal(text: bytes, signer: ed25519.Ed25519PrivateKey, recipients: list[X25519Recipient]) -> bytes:
         """Envelope bytes; costs 1 X25519 key generation + N x (ECDH + HKDF + AES-GCM of 32 B)."""
-        return _ephemeral_seal(text, signer, recipients, "X25519-HKDF-A256GCMKW",
-                               lambda r, eph, epk: (_kek(_ecdh(eph, r.public_bytes), epk, r.public_bytes), ""))
+        return _ephemeral_seal(
+            text,
+            signer,
+            recipients,
+            "X25519-HKDF-A256GCMKW",
+            lambda r, eph, epk: (_kek(_ecdh(eph, r.public_bytes), epk, r.public_bytes), ""),
+        )
 
     @staticmethod
     def open(data: bytes, me: X25519Recipient, verify_key: ed25519.Ed25519PublicKey) -> bytes:
         """Verify, derive my key-encryption key (1 ECDH + HKDF), unwrap, decrypt."""
-        return _ephemeral_open(data, me, verify_key,
-                               lambda _entry, epk: _kek(_ecdh(me.private, epk), epk, me.public_bytes))
+        return _ephemeral_open(
+            data, me, verify_key, lambda _entry, epk: _kek(_ecdh(me.private, epk), epk, me.public_bytes)
+        )
 
 
 class HybridRecipient(X25519Recipient):
@@ -147,6 +164,7 @@ class HybridWrap:
     def seal(text: bytes, signer: ed25519.Ed25519PrivateKey, recipients: list[HybridRecipient]) -> bytes:
         """Envelope bytes; costs 1 X25519 key generation + N x (ECDH + ML-KEM encapsulation +
         HKDF + AES-GCM of 32 B); each entry is ~1.5 KB (the ML-KEM ciphertext, base64url)."""
+
         def kek_for(r: HybridRecipient, eph, epk: bytes) -> tuple[bytes, str]:
             ss_kem, kem_ct = r.kem_public.encapsulate()
             return _hybrid_kek(ss_kem, _ecdh(eph, r.public_bytes), epk, r.public_bytes), b64u_encode(kem_ct)
@@ -156,8 +174,14 @@ class HybridWrap:
     @staticmethod
     def open(data: bytes, me: HybridRecipient, verify_key: ed25519.Ed25519PublicKey) -> bytes:
         """Verify, decapsulate and derive my key-encryption key (ML-KEM + ECDH + HKDF), unwrap, decrypt."""
-        return _ephemeral_open(data, me, verify_key, lambda entry, epk: _hybrid_kek(
-            me.kem_private.decapsulate(b64u_decode(entry.kem)), _ecdh(me.private, epk), epk, me.public_bytes))
+        return _ephemeral_open(
+            data,
+            me,
+            verify_key,
+            lambda entry, epk: _hybrid_kek(
+                me.kem_private.decapsulate(b64u_decode(entry.kem)), _ecdh(me.private, epk), epk, me.public_bytes
+            ),
+        )
 
 
 class GroupKey:

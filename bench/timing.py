@@ -89,7 +89,7 @@ def measure_paired(fns: dict[str, Callable[[], object]], n: int, warmup: int = 5
     clock = time.perf_counter_ns
     try:
         for i in range(n):
-            for name in (names if i % 2 == 0 else reversed(names)):
+            for name in names if i % 2 == 0 else reversed(names):
                 t0 = clock()
                 fns[name]()
                 samples[name].append((clock() - t0) / 1e6)

@@ -33,8 +33,9 @@ HEADS: dict[str, tuple[int, str]] = {}
 """The membership head (epoch, statement hash) of every conversation this run created."""
 
 
-def seal_to_head(text: str | bytes, sender: Identity, conversation: str, recipients: list[PublicIdentity], *,
-                 counter: int) -> bytes:
+def seal_to_head(
+    text: str | bytes, sender: Identity, conversation: str, recipients: list[PublicIdentity], *, counter: int
+) -> bytes:
     """``envelope.seal`` to the conversation's membership head (:data:`HEADS`), the recipients
     in the log's member order (sorted by username), as the relay requires."""
     epoch, head = HEADS[conversation]
@@ -66,8 +67,14 @@ class BenchClient:
         ssl: an ``ssl.SSLContext`` that trusts the relay's certificate (TLS runs).
     """
 
-    def __init__(self, base_url: str, identity: Identity, level: int, ssl: ssl_module.SSLContext | None = None,
-                 password: str = "bench-password") -> None:
+    def __init__(
+        self,
+        base_url: str,
+        identity: Identity,
+        level: int,
+        ssl: ssl_module.SSLContext | None = None,
+        password: str = "bench-password",
+    ) -> None:
         self.base_url = base_url.rstrip("/")
         self.identity = identity
         self.username = identity.username
@@ -96,9 +103,15 @@ class BenchClient:
     async def register(self, http: httpx2.AsyncClient) -> None:
         """Publish this user's keys and log in (POST /v1/accounts, POST /v1/token)."""
         pub = self.identity.public
-        r = await http.post("/v1/accounts", json={
-            "username": self.username, "password": self.password,
-            "wrap_key": b64u_encode(spki_der(pub.wrap_key)), "sign_key": b64u_encode(spki_der(pub.sign_key))})
+        r = await http.post(
+            "/v1/accounts",
+            json={
+                "username": self.username,
+                "password": self.password,
+                "wrap_key": b64u_encode(spki_der(pub.wrap_key)),
+                "sign_key": b64u_encode(spki_der(pub.sign_key)),
+            },
+        )
         if r.status_code != 201:
             raise RuntimeError(f"register {self.username}: {r.status_code} {r.text[:200]}")
         await self.login(http)
@@ -114,10 +127,12 @@ class BenchClient:
         """Create a conversation with ``members`` from a signed creation statement; returns its id
         (its membership head goes into :data:`HEADS`, for every client of this run to seal to)."""
         cid = b64u_encode(os.urandom(16))
-        created = membership.create(self.identity, cid, "bench", [membership.member_of(p) for p in
-                                                                  (self.identity.public, *members)])
-        r = await http.post("/v1/conversations", json={"statement": created.signed},
-                            headers={"Authorization": f"Bearer {self.token}"})
+        created = membership.create(
+            self.identity, cid, "bench", [membership.member_of(p) for p in (self.identity.public, *members)]
+        )
+        r = await http.post(
+            "/v1/conversations", json={"statement": created.signed}, headers={"Authorization": f"Bearer {self.token}"}
+        )
         if r.status_code != 201:
             raise RuntimeError(f"conversation: {r.status_code} {r.text[:200]}")
         HEADS[cid] = (created.ep, created.hash)
@@ -170,8 +185,16 @@ class BenchClient:
             if self.level == 3:
                 self._c2r += 1
                 t1 = _now()
-                token = l3.seal(self._session, text, direction=l3.C2R, conversation=conversation,
-                                sender=self.username, seq=self._c2r, message_id=m.mid, sent_at_ms=m.ts)
+                token = l3.seal(
+                    self._session,
+                    text,
+                    direction=l3.C2R,
+                    conversation=conversation,
+                    sender=self.username,
+                    seq=self._c2r,
+                    message_id=m.mid,
+                    sent_at_ms=m.ts,
+                )
                 t2 = _now()
                 payload = msgspec.json.encode(token)
                 t.seal_ms = (t2 - t1) * 1000
@@ -184,8 +207,9 @@ class BenchClient:
         t.encode_ms = (extra + _now() - t3) * 1000
         return mid, t
 
-    async def send(self, conversation: str, text: str, recipients: list[PublicIdentity],
-                   registry: dict[str, Timing]) -> tuple[str, asyncio.Future]:
+    async def send(
+        self, conversation: str, text: str, recipients: list[PublicIdentity], registry: dict[str, Timing]
+    ) -> tuple[str, asyncio.Future]:
         """Seal and send; the timing goes into ``registry`` (shared with the receiver) under the
         message id. Returns ``(mid, future of the relay's seq)``."""
         mid, t = self.seal(conversation, text, recipients)
@@ -252,8 +276,9 @@ class BenchClient:
             parsed = envelope.parse(raw)
             t1 = _now()
             h = parsed.header
-            opened = envelope.open(parsed, self.identity, self._sign_keys[h.snd], conversation=frame.conversation,
-                                   sender=frame.sender)
+            opened = envelope.open(
+                parsed, self.identity, self._sign_keys[h.snd], conversation=frame.conversation, sender=frame.sender
+            )
             mid, _text = h.mid, opened.text
         elif self.level == 3:
             token = msgspec.json.decode(raw, type=str)

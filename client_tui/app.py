@@ -68,16 +68,30 @@ class ChatApp(App):
         Binding("f1", "help", "Help"),
     ]
 
-    def __init__(self, client: ChatClient | None = None, conversation: str = "", startup: Startup | None = None,
-                 *, server: str = "http://127.0.0.1:8765", username: str = "", profile_root: Path | None = None,
-                 kdf: dict | None = None, cafile: str | None = None) -> None:
+    def __init__(
+        self,
+        client: ChatClient | None = None,
+        conversation: str = "",
+        startup: Startup | None = None,
+        *,
+        server: str = "http://127.0.0.1:8765",
+        username: str = "",
+        profile_root: Path | None = None,
+        kdf: dict | None = None,
+        cafile: str | None = None,
+    ) -> None:
         super().__init__()
         self.client = client
         self.conversation = conversation
         self.startup = startup
         self.connection = "offline"
-        self._login_defaults = {"server": server, "username": username, "profile_root": profile_root, "kdf": kdf,
-                                "cafile": cafile}
+        self._login_defaults = {
+            "server": server,
+            "username": username,
+            "profile_root": profile_root,
+            "kdf": kdf,
+            "cafile": cafile,
+        }
         self.chat: ChatScreen | None = None
         self.prefs = Prefs()
         self.notifier = Notifier(self.prefs, self.write_terminal)
@@ -87,8 +101,12 @@ class ChatApp(App):
     def on_mount(self) -> None:
         if self.client is None:
             d = self._login_defaults
-            self.push_screen(LoginScreen(d["server"], d["username"], profile_root=d["profile_root"], kdf=d["kdf"],
-                                         cafile=d["cafile"]), self._logged_in)
+            self.push_screen(
+                LoginScreen(
+                    d["server"], d["username"], profile_root=d["profile_root"], kdf=d["kdf"], cafile=d["cafile"]
+                ),
+                self._logged_in,
+            )
         elif self.startup is not None:
             self.run_worker(self._startup(), name="startup", exclusive=True)
         else:
@@ -107,9 +125,17 @@ class ChatApp(App):
             self.conversation = await self.startup(self.client)
         except E2EEError as exc:
             if self.client.identity is None:  # not logged in (wrong passphrase, refused ...): ask again
-                self.push_screen(LoginScreen(self.client.server_url, self.client.username,
-                                             profile_root=self.client.profile.parent.parent, kdf=self.client.kdf,
-                                             error=describe(exc), cafile=self.client.cafile), self._logged_in)
+                self.push_screen(
+                    LoginScreen(
+                        self.client.server_url,
+                        self.client.username,
+                        profile_root=self.client.profile.parent.parent,
+                        kdf=self.client.kdf,
+                        error=describe(exc),
+                        cafile=self.client.cafile,
+                    ),
+                    self._logged_in,
+                )
                 await self.client.close()
                 self.client = None
                 return
@@ -190,8 +216,12 @@ class ChatApp(App):
         """(keys, description) of every binding of the chat window, for the help screen."""
         rows: list[tuple[str, str]] = []
         seen = set()
-        for owner, where in ((ChatApp, ""), (ChatScreen, ""), (Composer, " (composer)"),
-                             (MessageLog, " (message list)")):
+        for owner, where in (
+            (ChatApp, ""),
+            (ChatScreen, ""),
+            (Composer, " (composer)"),
+            (MessageLog, " (message list)"),
+        ):
             for b in owner.BINDINGS:
                 b = b if isinstance(b, Binding) else Binding(*b)
                 if b.key in seen or not b.description:
@@ -215,20 +245,28 @@ class ChatApp(App):
         chat = self.chat
         if chat is None or screen is not chat:
             return
-        yield SystemCommand("New conversation", "Start a conversation with one or more users",
-                            chat.action_new_conversation)
+        yield SystemCommand(
+            "New conversation", "Start a conversation with one or more users", chat.action_new_conversation
+        )
         yield SystemCommand("Members", "Add or remove members of this conversation", chat.action_members)
-        yield SystemCommand("Keys and safety number", "Fingerprints, safety number, verify or accept a key change",
-                            chat.action_contact)
-        yield SystemCommand("Inspector", "Show what the relay stored for the selected message and what it cost",
-                            chat.action_toggle_inspector)
+        yield SystemCommand(
+            "Keys and safety number", "Fingerprints, safety number, verify or accept a key change", chat.action_contact
+        )
+        yield SystemCommand(
+            "Inspector",
+            "Show what the relay stored for the selected message and what it cost",
+            chat.action_toggle_inspector,
+        )
         yield SystemCommand("Reconnect now", "Skip the reconnect wait", chat.action_reconnect)
         yield SystemCommand("Search messages", "Search your decrypted history on this machine", chat.action_search)
         yield SystemCommand("Settings", "Theme, notifications, mute this conversation", chat.action_settings)
         yield SystemCommand("Help", "Every key binding", self.action_help)
         for user in chat.client.blocked_by(chat.conversation):
-            yield SystemCommand(f"Review {user}'s new key", "Compare fingerprints, then accept or verify",
-                                lambda u=user: chat.action_contact(u))
+            yield SystemCommand(
+                f"Review {user}'s new key",
+                "Compare fingerprints, then accept or verify",
+                lambda u=user: chat.action_contact(u),
+            )
 
     async def on_unmount(self) -> None:
         if self._frozen:

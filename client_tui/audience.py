@@ -44,14 +44,18 @@ class AudienceScreen(ModalScreen[str | None]):
         written = rec.info.audience.members if rec.info.audience else []
         waiting = len(self.client.outgoing.waiting(rec.conversation)) or 1
         text = one_line(rec.text or "")
-        preview = text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS - 1] + "…"
+        preview = text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
         with Vertical(classes="dialog"):
             yield Static(plain("New members since you wrote this"), classes="dialog-title")
-            yield Static(plain(
-                f"“{preview}”{f' and {waiting - 1} more' if waiting > 1 else ''} was written for "
-                f"{', '.join(written) or '?'}. Since then "
-                f"{', '.join(self.shown) or 'new members'} joined (the change is in the "
-                "conversation, with who made it). Send to them too?"), id="audience-question")
+            yield Static(
+                plain(
+                    f"“{preview}”{f' and {waiting - 1} more' if waiting > 1 else ''} was written for "
+                    f"{', '.join(written) or '?'}. Since then "
+                    f"{', '.join(self.shown) or 'new members'} joined (the change is in the "
+                    "conversation, with who made it). Send to them too?"
+                ),
+                id="audience-question",
+            )
             with Horizontal(classes="buttons"):
                 yield Button("Send to everyone now", variant="primary", id="send")
                 yield Button("Don't send", variant="error", id="drop")

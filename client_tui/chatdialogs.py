@@ -42,8 +42,9 @@ class ChatDialogs:
         if not self.conversation:
             toast(self.app, "no conversation open", severity="warning")
             return
-        self.app.push_screen(MembersScreen(self.client, self.conversation),
-                             lambda _: self._update("#title", self.title_text()))
+        self.app.push_screen(
+            MembersScreen(self.client, self.conversation), lambda _: self._update("#title", self.title_text())
+        )
 
     def action_contact(self, user: str | None = None) -> None:
         members = [u for u in self.client.members.get(self.conversation, []) if u in self.client.contacts]
@@ -62,6 +63,7 @@ class ChatDialogs:
 
     def action_settings(self) -> None:
         """F3: theme, notifications, mute this conversation (saved when the dialog closes)."""
+
         def done(_: bool | None) -> None:
             self.app.save_prefs()
             self.refresh_conversation_labels()
@@ -71,6 +73,7 @@ class ChatDialogs:
 
     def action_search(self) -> None:
         """Search the decrypted history on this machine; the picked message is shown selected."""
+
         def done(found: Record | None) -> None:
             if found is not None:
                 self.open_conversation(found.conversation, show=found)
@@ -82,8 +85,12 @@ class ChatDialogs:
         if needs_password(self.client):
             self.ask_password(getattr(getattr(self, "_last_state_event", None), "detail", ""))
         elif downgraded(self.client):
-            toast(self.app, f"the relay runs level {self.client.hello.level}: this client only talks to "
-                  "level-4 (end-to-end encrypted) relays", severity="error")
+            toast(
+                self.app,
+                f"the relay runs level {self.client.hello.level}: this client only talks to "
+                "level-4 (end-to-end encrypted) relays",
+                severity="error",
+            )
         else:
             self.client.reconnect_now()
 

@@ -143,7 +143,8 @@ class ChatScreen(ChatDialogs, Screen):
         level = f"L{c.hello.level}" if c.hello else "L?"
         state = c.state
         dot = {"online": ("●", "green"), "connecting": ("◌", "yellow"), "refused": ("■", "red")}.get(
-            state, ("○", "red"))
+            state, ("○", "red")
+        )
         t = Text()
         t.append(f"relay {one_line(c.server_url.split('://', 1)[-1])}", style="bold")
         t.append(f"  {tls_label(c.server_url)}", style="green" if c.server_url.startswith("https") else "yellow")
@@ -257,8 +258,12 @@ class ChatScreen(ChatDialogs, Screen):
                 if rec.mine and rec.state == "blocked" and rec.reason == ErrorCode.AUDIENCE_GREW:
                     audience.ask(self, rec)  # members joined since it was written: its author decides
                 if ev.new and not rec.mine:
-                    self.app.notifier.message(rec, self.client.titles.get(rec.conversation, rec.conversation),
-                                              open_conversation=self.conversation, focused=self.app.app_focus)
+                    self.app.notifier.message(
+                        rec,
+                        self.client.titles.get(rec.conversation, rec.conversation),
+                        open_conversation=self.conversation,
+                        focused=self.app.app_focus,
+                    )
                 if rec.conversation == self.conversation:
                     self.log_view.upsert(rec, self.client.mark(rec))
                     gaps_shown = gaps_shown or rec.sender in self.gaps.get(self.conversation, {})
@@ -281,11 +286,21 @@ class ChatScreen(ChatDialogs, Screen):
             elif isinstance(ev, RttMeasured):
                 status = True
             elif isinstance(ev, KeyChanged) and ev.rollback:
-                toast(self.app, f"the relay served an older key of {ev.user}'s than one already seen: ignored, "
-                      "nothing changed", title="key rollback refused", severity="error", timeout=15)
+                toast(
+                    self.app,
+                    f"the relay served an older key of {ev.user}'s than one already seen: ignored, nothing changed",
+                    title="key rollback refused",
+                    severity="error",
+                    timeout=15,
+                )
             elif isinstance(ev, KeyChanged):
-                toast(self.app, f"{ev.user}'s key changed: review it with Ctrl+K before sending to them",
-                      title="key change", severity="warning", timeout=10)
+                toast(
+                    self.app,
+                    f"{ev.user}'s key changed: review it with Ctrl+K before sending to them",
+                    title="key change",
+                    severity="warning",
+                    timeout=10,
+                )
                 remark = labels = True
             elif isinstance(ev, LocalDataWarning):
                 toast(self.app, ev.text, title="local data", severity="error", timeout=60)
@@ -327,8 +342,10 @@ class ChatScreen(ChatDialogs, Screen):
             shown[sender] = missing
             span = f"{missing[0]}" if len(missing) == 1 else f"{missing[0]}–{missing[-1]}"
             self.log_view.add_notice(
-                key, f"⚠ {len(missing)} message(s) from {one_line(sender)} never arrived (counter {span}): "
-                "withheld by the relay, or still on their way")
+                key,
+                f"⚠ {len(missing)} message(s) from {one_line(sender)} never arrived (counter {span}): "
+                "withheld by the relay, or still on their way",
+            )
 
     def update_banner(self) -> None:
         banner = self.query_one("#banner", Static)
@@ -339,8 +356,11 @@ class ChatScreen(ChatDialogs, Screen):
         t = Text()
         for user in blocked:
             c = self.client.contacts[user]
-            evidence = {True: "signed by their previous key", False: "NOT signed by the key you pinned",
-                        None: "no rotation evidence"}[c.pending_signed_by_old]
+            evidence = {
+                True: "signed by their previous key",
+                False: "NOT signed by the key you pinned",
+                None: "no rotation evidence",
+            }[c.pending_signed_by_old]
             t.append(f"⚠ {one_line(user)}'s key changed ({evidence}). ", style="bold")
         t.append("Sending here is blocked until you accept or verify it: press Ctrl+K.")
         banner.update(t)
@@ -360,8 +380,12 @@ class ChatScreen(ChatDialogs, Screen):
         if blocked:
             self._give_back(self.conversation, text)
             self.update_banner()
-            toast(self.app, f"not sent: {', '.join(blocked)}'s key changed. Review it with Ctrl+K.",
-                  severity="error", title="blocked")
+            toast(
+                self.app,
+                f"not sent: {', '.join(blocked)}'s key changed. Review it with Ctrl+K.",
+                severity="error",
+                title="blocked",
+            )
             return
         self._send(self.conversation, text)
 

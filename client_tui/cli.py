@@ -53,8 +53,13 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 __all__ = ["EXIT_BLOCKED", "EXIT_FAILED", "build_parser", "main", "run_app"]
 # what each sub-command needs before it starts: the relay password, the keystore passphrase
-NEEDS = {"send": ("password", "passphrase"), "tail": ("password", "passphrase"), "search": ("passphrase",),
-         "register": ("password", "passphrase"), "keys": ()}
+NEEDS = {
+    "send": ("password", "passphrase"),
+    "tail": ("password", "passphrase"),
+    "search": ("passphrase",),
+    "register": ("password", "passphrase"),
+    "keys": (),
+}
 KEYS_NEEDS = {"export": (), "import": ("passphrase",)}
 
 
@@ -127,8 +132,9 @@ def _prepare(parser: argparse.ArgumentParser, argv: list[str] | None):
     (exit 2) name the sub-command's own usage."""
     args = parser.parse_args(argv)
     usage = parser.subcommands.get(args.command, parser) if args.command else parser
-    args.profile = getattr(args, "profile", None) or (Path(os.environ["E2EE_PROFILE"])
-                                                      if os.environ.get("E2EE_PROFILE") else None)
+    args.profile = getattr(args, "profile", None) or (
+        Path(os.environ["E2EE_PROFILE"]) if os.environ.get("E2EE_PROFILE") else None
+    )
     args.cafile = getattr(args, "cafile", None)
     try:
         args.server = profiles.normalize_url(args.server)
@@ -138,9 +144,12 @@ def _prepare(parser: argparse.ArgumentParser, argv: list[str] | None):
         args.user = _default_user(args)
         if not args.user:
             users = _accounts(args)
-            have = (f"this machine has {len(users)} accounts for {args.server} ({', '.join(users)})" if users
-                    else f"this machine has no account for {args.server} yet" + (
-                        "" if args.command == "register" else " (e2ee-chat register --user NAME)"))
+            have = (
+                f"this machine has {len(users)} accounts for {args.server} ({', '.join(users)})"
+                if users
+                else f"this machine has no account for {args.server} yet"
+                + ("" if args.command == "register" else " (e2ee-chat register --user NAME)")
+            )
             usage.error(f"--user is required (or set E2EE_USER): {have}")
     try:  # every name typed is canonical before it names a profile, a contact or a conversation member
         for attr in ("user", "contact"):
@@ -166,8 +175,11 @@ def _check_local(args) -> None:
             relay here (exit 1, one line).
     """
     transport.ssl_context(transport.cafile_from(args.cafile))
-    makes_one = args.command == "register" or (args.command is None and args.register) or (
-        args.command == "keys" and args.action == "import")
+    makes_one = (
+        args.command == "register"
+        or (args.command is None and args.register)
+        or (args.command == "keys" and args.action == "import")
+    )
     if makes_one or not args.user:
         return
     root = args.profile or default_profile_root()
@@ -179,8 +191,11 @@ def _ask_secrets(args) -> None:
     """Every secret the command needs, asked now: before the event loop runs (a prompt inside it
     ignored the first Ctrl+C); what is missing here is named first (:func:`_check_local`)."""
     _check_local(args)
-    needs = KEYS_NEEDS.get(args.action, ("password", "passphrase")) if args.command == "keys" else \
-        NEEDS.get(args.command, ("password", "passphrase"))
+    needs = (
+        KEYS_NEEDS.get(args.action, ("password", "passphrase"))
+        if args.command == "keys"
+        else NEEDS.get(args.command, ("password", "passphrase"))
+    )
     new = args.command == "register" or (args.command is None and args.register)
     args.password = args.passphrase = ""
     if "password" in needs:
@@ -198,8 +213,13 @@ def main(argv: list[str] | None = None) -> int:
             return _interactive(args)
         _ask_secrets(args)
         logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-        runner = {"send": commands.send, "tail": commands.tail, "keys": _keys, "register": commands.register,
-                  "search": commands.search}[args.command]
+        runner = {
+            "send": commands.send,
+            "tail": commands.tail,
+            "keys": _keys,
+            "register": commands.register,
+            "search": commands.search,
+        }[args.command]
         return asyncio.run(runner(args))
     except KeyboardInterrupt:
         print(file=sys.stderr)  # end the prompt's line
@@ -238,11 +258,18 @@ def _interactive(args) -> int:
 
     _log_to_file()
     if not args.user:
-        return run_app(ChatApp(server=args.server, username=_default_user(args) or "", profile_root=args.profile,
-                               cafile=args.cafile))
+        return run_app(
+            ChatApp(
+                server=args.server, username=_default_user(args) or "", profile_root=args.profile, cafile=args.cafile
+            )
+        )
     _ask_secrets(args)
-    return run_app(ChatApp(ChatClient(args.server, args.user, args.profile, cafile=args.cafile),
-                           startup=_startup(args, args.password, args.passphrase)))
+    return run_app(
+        ChatApp(
+            ChatClient(args.server, args.user, args.profile, cafile=args.cafile),
+            startup=_startup(args, args.password, args.passphrase),
+        )
+    )
 
 
 async def _keys(args) -> int:
@@ -267,8 +294,10 @@ async def _keys(args) -> int:
     try:
         if args.action == "rotate":
             new = await client.rotate_keys()
-            print(f"new keys published: wrap {fingerprint(new.wrap_kid)}\n                    "
-                  f"sign {fingerprint(new.sign_kid)}")
+            print(
+                f"new keys published: wrap {fingerprint(new.wrap_kid)}\n                    "
+                f"sign {fingerprint(new.sign_kid)}"
+            )
             return 0
         user = args.contact or client.username
         if online and (user not in client.contacts or args.action in ("show", "verify")):
@@ -280,17 +309,22 @@ async def _keys(args) -> int:
             return EXIT_FAILED
         if args.action == "accept":
             if c.pending is not None and not args.compare and c.pending_signed_by_old is not True:
-                print(f"e2ee-chat: {user}'s new key is not signed by the key you pinned: nothing accepted "
-                      f"without naming it.\n  check it (e2ee-chat keys show {user}), then accept exactly what "
-                      f"that showed:\n  e2ee-chat keys accept {user} --compare <the new key ids it printed>",
-                      file=sys.stderr)
+                print(
+                    f"e2ee-chat: {user}'s new key is not signed by the key you pinned: nothing accepted "
+                    f"without naming it.\n  check it (e2ee-chat keys show {user}), then accept exactly what "
+                    f"that showed:\n  e2ee-chat keys accept {user} --compare <the new key ids it printed>",
+                    file=sys.stderr,
+                )
                 return EXIT_BLOCKED
             client.accept_key(user, shown=client.compare(user, args.compare, "accepted") if args.compare else None)
         elif args.action == "verify":
             if c.pending is not None and not args.compare:
-                print(f"e2ee-chat: {user}'s key changed and the new keys were not compared: nothing verified.\n"
-                      f"  compare the new safety number (e2ee-chat keys show {user}) with {user}, then:\n"
-                      f"  e2ee-chat keys verify {user} --compare \"<the number you both read>\"", file=sys.stderr)
+                print(
+                    f"e2ee-chat: {user}'s key changed and the new keys were not compared: nothing verified.\n"
+                    f"  compare the new safety number (e2ee-chat keys show {user}) with {user}, then:\n"
+                    f'  e2ee-chat keys verify {user} --compare "<the number you both read>"',
+                    file=sys.stderr,
+                )
                 return EXIT_BLOCKED
             shown = client.compare(user, args.compare) if args.compare else None
             client.verify_contact(user, shown=shown)
@@ -312,8 +346,9 @@ def _show_contact(client: ChatClient, user: str, online: bool = True) -> None:
         if user != client.username:
             print(f"  safety number with {client.username}: {safety_number(me.identity, c.identity)}")
         return
-    evidence = {True: "signed by the old key", False: "NOT signed by the pinned key",
-                None: "no rotation evidence"}[c.pending_signed_by_old]
+    evidence = {True: "signed by the old key", False: "NOT signed by the pinned key", None: "no rotation evidence"}[
+        c.pending_signed_by_old
+    ]
     shown = client.shown_key(user)
     print(f"  CHANGED ({evidence}); sending is blocked until you accept or verify:")
     print(f"  new wrap  {fingerprint(c.pending.wrap_kid)}")

@@ -17,25 +17,38 @@ def _common(p: argparse.ArgumentParser, *, sub: bool) -> None:
     """The options of the program and of every sub-command (``--version`` at every level)."""
     default = argparse.SUPPRESS if sub else None
     p.add_argument("--version", action="version", version=f"e2ee-chat {__version__}")
-    p.add_argument("--server", default=argparse.SUPPRESS if sub else os.environ.get("E2EE_SERVER",
-                                                                                    "http://127.0.0.1:8765"),
-                   help="relay address (E2EE_SERVER; default http://127.0.0.1:8765)")
+    p.add_argument(
+        "--server",
+        default=argparse.SUPPRESS if sub else os.environ.get("E2EE_SERVER", "http://127.0.0.1:8765"),
+        help="relay address (E2EE_SERVER; default http://127.0.0.1:8765)",
+    )
     p.add_argument("--user", default=default, help="your username (E2EE_USER; default: the only account here)")
-    p.add_argument("--profile", type=Path, default=default,
-                   help="folder for keystores and caches (E2EE_PROFILE; default: the user data folder)")
+    p.add_argument(
+        "--profile",
+        type=Path,
+        default=default,
+        help="folder for keystores and caches (E2EE_PROFILE; default: the user data folder)",
+    )
     p.add_argument("--cafile", default=default, help="trust this relay certificate (PEM) too (E2EE_CAFILE)")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="e2ee-chat", description="End-to-end encrypted terminal chat.",
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="Sub-commands: register, send, tail, search, keys (e2ee-chat SUB-COMMAND "
-                                       "--help).")
+    p = argparse.ArgumentParser(
+        prog="e2ee-chat",
+        description="End-to-end encrypted terminal chat.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Sub-commands: register, send, tail, search, keys (e2ee-chat SUB-COMMAND --help).",
+    )
     _common(p, sub=False)
     p.add_argument("--register", action="store_true", help="create the account and its keys first")
     p.add_argument("--bits", type=int, default=3072, choices=[2048, 3072, 4096], help="RSA wrap key size")
-    p.add_argument("--with", dest="with_", type=lambda s: [u for u in s.split(",") if u], default=None,
-                   help="start a conversation with these users (comma-separated)")
+    p.add_argument(
+        "--with",
+        dest="with_",
+        type=lambda s: [u for u in s.split(",") if u],
+        default=None,
+        help="start a conversation with these users (comma-separated)",
+    )
     p.add_argument("--title", help="title of the new conversation")
     p.add_argument("--conversation", help="open this conversation id")
     sub = p.add_subparsers(dest="command", metavar="{register,send,tail,search,keys}")
@@ -52,13 +65,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = add("send", "send one message and print its sequence number")
     target = s.add_mutually_exclusive_group(required=True)
-    target.add_argument("--to", type=lambda v: [u for u in v.split(",") if u],
-                        help="recipients (comma-separated); their newest shared conversation, or a new one")
+    target.add_argument(
+        "--to",
+        type=lambda v: [u for u in v.split(",") if u],
+        help="recipients (comma-separated); their newest shared conversation, or a new one",
+    )
     target.add_argument("--conversation", dest="conversation", help="conversation id")
     s.add_argument("--text", required=True, help="the message ('-' reads standard input)")
     s.add_argument("--title", help="title if a conversation is created")
-    s.add_argument("--wait-delivered", type=float, default=0, metavar="SECONDS",
-                   help="also wait until every member acknowledged it")
+    s.add_argument(
+        "--wait-delivered",
+        type=float,
+        default=0,
+        metavar="SECONDS",
+        help="also wait until every member acknowledged it",
+    )
 
     t = add("tail", "print the latest messages, then new ones (offline: the stored ones)")
     t.add_argument("--conversation", help="only this conversation")
@@ -76,10 +97,13 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("action", choices=["show", "export", "import", "accept", "verify", "rotate"])
     k.add_argument("contact", nargs="?", help="the contact (accept, verify, show)")
     k.add_argument("--file", type=Path, help="export to / import from this file")
-    k.add_argument("--compare", metavar="NUMBER",
-                   help="verify: the safety number you compared with the contact (or the WRAP.SIGN key-id "
-                        "prefixes 'keys show' printed); required while a key change is pending. accept: the "
-                        "same, required for a new key that the pinned key did not sign")
+    k.add_argument(
+        "--compare",
+        metavar="NUMBER",
+        help="verify: the safety number you compared with the contact (or the WRAP.SIGN key-id "
+        "prefixes 'keys show' printed); required while a key change is pending. accept: the "
+        "same, required for a new key that the pinned key did not sign",
+    )
     return p
 
 

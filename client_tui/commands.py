@@ -39,13 +39,19 @@ def fail(exc: BaseException) -> int:
     """Print ``exc`` as one line (no class names, no traceback); the exit status it means."""
     err(describe(exc))
     if isinstance(exc, AudienceGrew):
-        print(f"  not sent: {one_line(', '.join(exc.users))} joined after it was written; send it again to "
-              "write it for everyone now", file=sys.stderr)
+        print(
+            f"  not sent: {one_line(', '.join(exc.users))} joined after it was written; send it again to "
+            "write it for everyone now",
+            file=sys.stderr,
+        )
         return EXIT_AUDIENCE
     if isinstance(exc, KeyChangeBlocked):
         for user in exc.users or ():
-            print(f"  review {one_line(user)}'s new key with: e2ee-chat keys show {one_line(user)}; then keys "
-                  "accept or keys verify", file=sys.stderr)
+            print(
+                f"  review {one_line(user)}'s new key with: e2ee-chat keys show {one_line(user)}; then keys "
+                "accept or keys verify",
+                file=sys.stderr,
+            )
         return EXIT_BLOCKED
     return EXIT_FAILED
 
@@ -94,12 +100,16 @@ async def register(args) -> int:
         await client.rest.check_level()  # a relay of another level is refused before the key's long wait
         print(f"generating an RSA-{args.bits} key for {client.username}…", file=sys.stderr, flush=True)
         ident = await client.register(args.password, args.passphrase, bits=args.bits)
-        print(f"registered {client.username} at {client.server_url}\n  wrap key  {fingerprint(ident.wrap_kid)}\n"
-              f"  sign key  {fingerprint(ident.sign_kid)}\n  keys in   {client.keystore_path}")
+        print(
+            f"registered {client.username} at {client.server_url}\n  wrap key  {fingerprint(ident.wrap_kid)}\n"
+            f"  sign key  {fingerprint(ident.sign_kid)}\n  keys in   {client.keystore_path}"
+        )
         where = "" if client.server_url == DEFAULT_SERVER else f" --server {client.server_url}"
         where += f" --cafile {client.cafile}" if client.cafile else ""
-        print(f"next: e2ee-chat{where} --user {client.username}   (or: e2ee-chat send{where} --user "
-              f"{client.username} --to NAME --text TEXT)")
+        print(
+            f"next: e2ee-chat{where} --user {client.username}   (or: e2ee-chat send{where} --user "
+            f"{client.username} --to NAME --text TEXT)"
+        )
         return 0
     finally:
         await client.close()
@@ -144,15 +154,34 @@ def line(client: ChatClient, r: Record, as_json: bool) -> str:
     """One message for a terminal (harmless) or as one JSON object (exact text)."""
     mark = client.mark(r)
     if as_json:
-        return json.dumps({
-            "seq": r.seq, "conversation": r.conversation, "title": client.titles.get(r.conversation),
-            "sender": r.sender, "sent_at_ms": r.ts, "text": r.text, "state": r.state, "mark": mark,
-            "reason": r.reason or None, "mid": r.mid}, ensure_ascii=False)
+        return json.dumps(
+            {
+                "seq": r.seq,
+                "conversation": r.conversation,
+                "title": client.titles.get(r.conversation),
+                "sender": r.sender,
+                "sent_at_ms": r.ts,
+                "text": r.text,
+                "state": r.state,
+                "mark": mark,
+                "reason": r.reason or None,
+                "mid": r.mid,
+            },
+            ensure_ascii=False,
+        )
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.ts / 1000)) if r.ts else "?"
-    glyph = {"verified": "✔", "unverified": "", "warning": " ⚠", "previous": " ↺ (signed by a previous key)",
-             "unreadable": " ✖"}[mark]
-    body = (r.text if r.text is not None and r.state != "unreadable"
-            else f"[{unreadable_text(r.reason, r.sender)}: {r.reason}]")
+    glyph = {
+        "verified": "✔",
+        "unverified": "",
+        "warning": " ⚠",
+        "previous": " ↺ (signed by a previous key)",
+        "unreadable": " ✖",
+    }[mark]
+    body = (
+        r.text
+        if r.text is not None and r.state != "unreadable"
+        else f"[{unreadable_text(r.reason, r.sender)}: {r.reason}]"
+    )
     title = one_line(client.titles.get(r.conversation, r.conversation))
     head = f"{when}  [{title}]  {one_line(r.sender)}{glyph}: "
     return head + harmless(body).replace("\n", "\n" + " " * 4)
@@ -178,12 +207,15 @@ async def tail(args) -> int:
             cached += await client.load_history(cid, limit=max(args.lines, 0) or 1)
         cached.sort(key=lambda r: r.pos)  # each list is in the history's order: (pos, then as stored)
         printed = {r.lid for r in cached}  # lines the refresh above added are in the cache already
-        for r in cached[-args.lines:] if args.lines > 0 else []:
+        for r in cached[-args.lines :] if args.lines > 0 else []:
             print(line(client, r, args.json), file=out, flush=True)
 
         def show(ev) -> None:
-            if isinstance(ev, RecordChanged) and ev.new and (not args.conversation
-                                                            or ev.record.conversation == args.conversation):
+            if (
+                isinstance(ev, RecordChanged)
+                and ev.new
+                and (not args.conversation or ev.record.conversation == args.conversation)
+            ):
                 if not ev.record.mine and ev.record.lid not in printed:
                     print(line(client, ev.record, args.json), file=out, flush=True)
 

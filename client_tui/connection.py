@@ -71,7 +71,7 @@ async def log_in_again(client: ChatClient, password: str) -> None:
 
 
 class PasswordScreen(ModalScreen[bool]):
-    """"The relay refused your password": type it again (or cancel and stay offline)."""
+    """ "The relay refused your password": type it again (or cancel and stay offline)."""
 
     BINDINGS = [Binding("escape", "dismiss(False)", "Cancel", show=True)]
 

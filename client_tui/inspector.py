@@ -33,21 +33,25 @@ REASON_WORDS = {
     ErrorCode.UNWRAP_FAILED: "the message key encrypted for you is damaged, or was not made for your key",
     ErrorCode.NOT_A_RECIPIENT: "it was not encrypted for your key",
     ErrorCode.RETIRED_SENDER_KEY: "it is signed by a key its sender replaced, and the relay stored it after the "
-                          "replacement: a stolen or leaked old key, not the sender",
+    "replacement: a stolen or leaked old key, not the sender",
     ErrorCode.KEY_CHANGE_UNREVIEWED: "it is signed by a new key of the sender that their previous key did not sign: "
-                             "review the key change (Ctrl+K) to read it",
+    "review the key change (Ctrl+K) to read it",
     ErrorCode.KEY_COMMITMENT_INVALID: "the key it carries for you is not the one it committed to: its sender may show "
-                              "different people different texts",
+    "different people different texts",
     ErrorCode.AUDIENCE_MISMATCH: "it was sealed to other people than the conversation's verified members",
     ErrorCode.EPOCH_MISMATCH: "it was sealed to a membership change the relay has not shown you, or to another "
-                      "history of the members than the one you verified",
+    "history of the members than the one you verified",
     ErrorCode.RECIPIENT_LIST_INVALID: "its list of recipients was changed after it was signed",
     ErrorCode.RECIPIENT_DUPLICATED: "its list of recipients names one key twice",
     ErrorCode.UNSUPPORTED_ALGORITHM: "it uses a format or an algorithm this client does not accept",
     ErrorCode.ENVELOPE_TOO_LARGE: "it is larger than this client accepts",
     ErrorCode.TOO_MANY_RECIPIENTS: "it names more recipients than this client accepts",
-    ErrorCode.ENVELOPE_MALFORMED: _MALFORMED, ErrorCode.BASE64_INVALID: _MALFORMED, ErrorCode.NONCE_INVALID: _MALFORMED,
-    ErrorCode.TAG_INVALID: _MALFORMED, ErrorCode.TRAILING_DATA: _MALFORMED, ErrorCode.DUPLICATE_MEMBER: _MALFORMED,
+    ErrorCode.ENVELOPE_MALFORMED: _MALFORMED,
+    ErrorCode.BASE64_INVALID: _MALFORMED,
+    ErrorCode.NONCE_INVALID: _MALFORMED,
+    ErrorCode.TAG_INVALID: _MALFORMED,
+    ErrorCode.TRAILING_DATA: _MALFORMED,
+    ErrorCode.DUPLICATE_MEMBER: _MALFORMED,
     ErrorCode.MALFORMED: _MALFORMED,
 }
 
@@ -93,22 +97,28 @@ def inspect_membership_line(record: Record) -> RenderableType:
     if info.hash is not None:
         facts.add_row("hash", plain(info.hash))
     if info.verified:
-        facts.add_row("signature", Text("verified (the actor's signing key, the chain to the epoch before)",
-                                        style="green"))
+        facts.add_row(
+            "signature", Text("verified (the actor's signing key, the chain to the epoch before)", style="green")
+        )
     if info.warning:
-        facts.add_row("refused", Text.assemble(plain(info.warning, "bold yellow"),
-                                               plain("  " + (info.detail or ""), "yellow")))
+        facts.add_row(
+            "refused", Text.assemble(plain(info.warning, "bold yellow"), plain("  " + (info.detail or ""), "yellow"))
+        )
     parts.append(facts)
-    parts.append(Text("Signed by a member and checked here; the relay only keeps the log and cannot "
-                      "change who is in the conversation. Not a message: nothing was sealed.", style="dim"))
+    parts.append(
+        Text(
+            "Signed by a member and checked here; the relay only keeps the log and cannot "
+            "change who is in the conversation. Not a message: nothing was sealed.",
+            style="dim",
+        )
+    )
     return Group(*parts)
 
 
 def inspect_record(record: Record | None, *, kid_names: dict[str, str], me: str) -> RenderableType:
     """What the relay stored for ``record`` (never its plaintext) and what it cost here."""
     if record is None:
-        return Text("Select a message (Ctrl+Up / Ctrl+Down, or click one) to see what the relay stored.",
-                    style="dim")
+        return Text("Select a message (Ctrl+Up / Ctrl+Down, or click one) to see what the relay stored.", style="dim")
     if record.state == "system":
         return inspect_membership_line(record)
     parts: list[RenderableType] = []
@@ -117,9 +127,14 @@ def inspect_record(record: Record | None, *, kid_names: dict[str, str], me: str)
         title.append(f"  seq {record.seq}", style="dim")
     parts.append(title)
     if record.state == "unreadable":
-        parts.append(Text.assemble(("could not verify: ", "bold red"), plain(record.reason, "red"),
-                                   (" — " + reason_words(record.reason), "red"),
-                                   plain("  " + record.detail, "dim")))
+        parts.append(
+            Text.assemble(
+                ("could not verify: ", "bold red"),
+                plain(record.reason, "red"),
+                (" — " + reason_words(record.reason), "red"),
+                plain("  " + record.detail, "dim"),
+            )
+        )
     env = record.envelope
     if env is None:
         parts.append(Text("not sealed yet", style="dim"))
@@ -137,8 +152,13 @@ def inspect_record(record: Record | None, *, kid_names: dict[str, str], me: str)
     sizes.add_column(justify="right")
     sizes.add_row("envelope", f"{len(env)} bytes")
     recipients = doc.get("recipients") if isinstance(doc.get("recipients"), list) else []
-    for name, member in (("protected header", "protected"), ("ciphertext", "ciphertext"), ("iv", "iv"),
-                         ("tag", "tag"), ("signature", "sig")):
+    for name, member in (
+        ("protected header", "protected"),
+        ("ciphertext", "ciphertext"),
+        ("iv", "iv"),
+        ("tag", "tag"),
+        ("signature", "sig"),
+    ):
         if isinstance(doc.get(member), str):
             sizes.add_row(name, f"{_b64len(doc[member])} bytes")
     if recipients:
@@ -151,8 +171,7 @@ def inspect_record(record: Record | None, *, kid_names: dict[str, str], me: str)
             header = json.loads(b64u_decode(doc["protected"]))
         except (E2EEError, ValueError):
             header = None
-    kids = Table(title="recipients (wrap key ids)", title_justify="left", show_header=False, box=None,
-                 padding=(0, 1))
+    kids = Table(title="recipients (wrap key ids)", title_justify="left", show_header=False, box=None, padding=(0, 1))
     kids.add_column()
     kids.add_column(style="dim")
     for r in recipients:
@@ -168,8 +187,10 @@ def inspect_record(record: Record | None, *, kid_names: dict[str, str], me: str)
         if "wrap" in t:
             wraps = t.get("wrap") or []
             cost.add_row("encrypt (AES-256-GCM + encoding)", f"{t.get('encrypt', 0):.3f}")
-            cost.add_row(f"wrap × {len(wraps)} (RSA-OAEP-256)",
-                         f"{sum(wraps):.3f}" + (f"  ({', '.join(f'{w:.3f}' for w in wraps)})" if wraps else ""))
+            cost.add_row(
+                f"wrap × {len(wraps)} (RSA-OAEP-256)",
+                f"{sum(wraps):.3f}" + (f"  ({', '.join(f'{w:.3f}' for w in wraps)})" if wraps else ""),
+            )
             cost.add_row("sign (Ed25519)", f"{t.get('sign', 0):.3f}")
         else:
             cost.add_row("verify (Ed25519)", f"{t.get('verify', 0):.3f}")

@@ -62,8 +62,15 @@ class LevelClient:
         ssl: an ``ssl.SSLContext`` for ``https://`` relays (e.g. trusting a dev certificate).
     """
 
-    def __init__(self, server_url: str, username: str, level: int, token: str | None = None,
-                 relay_key: bytes | None = None, ssl: ssl_module.SSLContext | None = None) -> None:
+    def __init__(
+        self,
+        server_url: str,
+        username: str,
+        level: int,
+        token: str | None = None,
+        relay_key: bytes | None = None,
+        ssl: ssl_module.SSLContext | None = None,
+    ) -> None:
         if level not in (1, 2, 3):
             raise ValueError("LevelClient speaks levels 1-3; use ChatClient for level 4")
         self.server_url = server_url.rstrip("/")
@@ -109,8 +116,16 @@ class LevelClient:
         m = plain.make(text, conversation, self.username)
         if self._session is not None:
             self._c2r += 1
-            token = l3.seal(self._session, text, direction=l3.C2R, conversation=conversation,
-                            sender=self.username, seq=self._c2r, message_id=m.mid, sent_at_ms=m.ts)
+            token = l3.seal(
+                self._session,
+                text,
+                direction=l3.C2R,
+                conversation=conversation,
+                sender=self.username,
+                seq=self._c2r,
+                message_id=m.mid,
+                sent_at_ms=m.ts,
+            )
             payload = msgspec.json.encode(token)
         else:
             payload = plain.encode(m)
@@ -138,7 +153,8 @@ class LevelClient:
             elif isinstance(event, SendRefused) and event.mid in self._pending:
                 e = event.error
                 self._pending.pop(event.mid).set_exception(
-                    ClientError(e.message, code=e.code, field=e.field, detail=e.detail))
+                    ClientError(e.message, code=e.code, field=e.field, detail=e.detail)
+                )
 
     def _read_message(self, frame: frames.Message) -> LevelMessage:
         raw = bytes(frame.envelope)

@@ -26,8 +26,17 @@ class LoginScreen(Screen[ChatClient]):
 
     BINDINGS = [Binding("escape", "app.quit", "Quit", show=True)]
 
-    def __init__(self, server: str, username: str = "", *, profile_root=None, kdf: dict | None = None,
-                 bits: int = 3072, error: str = "", cafile: str | None = None) -> None:
+    def __init__(
+        self,
+        server: str,
+        username: str = "",
+        *,
+        profile_root=None,
+        kdf: dict | None = None,
+        bits: int = 3072,
+        error: str = "",
+        cafile: str | None = None,
+    ) -> None:
         super().__init__()
         self.server, self.username, self.profile_root, self.kdf, self.bits = server, username, profile_root, kdf, bits
         self.first_error, self.cafile = error, cafile
@@ -39,24 +48,33 @@ class LoginScreen(Screen[ChatClient]):
     def compose(self) -> ComposeResult:
         with Vertical(id="login-box"):
             yield Static("e2ee-chat", id="login-title")
-            yield Static("Keys are made and kept on this machine; the relay only ever sees ciphertext.",
-                         classes="hint")
-            yield self._row("relay", Input(self.server, placeholder="http://127.0.0.1:8765", id="server"),
-                            "row-server")
+            yield Static("Keys are made and kept on this machine; the relay only ever sees ciphertext.", classes="hint")
+            yield self._row("relay", Input(self.server, placeholder="http://127.0.0.1:8765", id="server"), "row-server")
             yield self._row("username", Input(self.username, placeholder="username", id="username"), "row-username")
-            yield self._row("password", Input(placeholder="relay password", password=True, id="password"),
-                            "row-password")
-            yield self._row("again", Input(placeholder="relay password again", password=True, id="password2"),
-                            "row-password2")
-            yield self._row("passphrase", Input(placeholder="unlocks your keys on this machine", password=True,
-                                                id="passphrase"), "row-passphrase")
-            yield self._row("again", Input(placeholder="passphrase again", password=True, id="passphrase2"),
-                            "row-passphrase2")
+            yield self._row(
+                "password", Input(placeholder="relay password", password=True, id="password"), "row-password"
+            )
+            yield self._row(
+                "again", Input(placeholder="relay password again", password=True, id="password2"), "row-password2"
+            )
+            yield self._row(
+                "passphrase",
+                Input(placeholder="unlocks your keys on this machine", password=True, id="passphrase"),
+                "row-passphrase",
+            )
+            yield self._row(
+                "again", Input(placeholder="passphrase again", password=True, id="passphrase2"), "row-passphrase2"
+            )
             yield Label("", id="strength")
             with Horizontal(id="login-options"):
                 yield Checkbox("new account", id="register")
-                yield Select([("RSA-2048", 2048), ("RSA-3072", 3072), ("RSA-4096", 4096)], value=self.bits,
-                             allow_blank=False, id="bits", compact=True)
+                yield Select(
+                    [("RSA-2048", 2048), ("RSA-3072", 3072), ("RSA-4096", 4096)],
+                    value=self.bits,
+                    allow_blank=False,
+                    id="bits",
+                    compact=True,
+                )
                 yield Button("Log in", variant="primary", id="go", compact=True)
             yield LoadingIndicator(id="login-busy")
             yield Label("", id="login-error")
@@ -103,15 +121,20 @@ class LoginScreen(Screen[ChatClient]):
                     self._error(problem)
                     self.query_one(f"#{again if 'differ' in problem else kind}", Input).focus()
                     return
-        self._run(values["server"].strip(), values["username"].strip(), values["password"], values["passphrase"],
-                  register, int(self.query_one("#bits", Select).value))
+        self._run(
+            values["server"].strip(),
+            values["username"].strip(),
+            values["password"],
+            values["passphrase"],
+            register,
+            int(self.query_one("#bits", Select).value),
+        )
 
     def _error(self, text: str) -> None:
         self.query_one("#login-error", Label).update(plain(text, "bold red"))
 
     @work(exclusive=True, group="login")
-    async def _run(self, server: str, username: str, password: str, passphrase: str, register: bool,
-                   bits: int) -> None:
+    async def _run(self, server: str, username: str, password: str, passphrase: str, register: bool, bits: int) -> None:
         busy = self.query_one("#login-busy")
         busy.display = True
         self.query_one("#go", Button).disabled = True

@@ -71,11 +71,11 @@ def lay_out(console, prefix: Text, body: Text, width: int) -> list[Text]:
     if not first:
         return [prefix.copy()]
     head = first[0]
-    rest = body[len(head.plain):]
+    rest = body[len(head.plain) :]
     if rest.plain.startswith("\n"):
         rest = rest[1:]
     else:  # the wrap broke at spaces: the next line starts at the next word
-        rest = rest[len(rest.plain) - len(rest.plain.lstrip(" ")):]
+        rest = rest[len(rest.plain) - len(rest.plain.lstrip(" ")) :]
     out = [Text.assemble(prefix, head)]
     if rest.plain:
         out += [Text.assemble(" " * indent, line) for line in rest.wrap(console, rest_width)]
@@ -88,8 +88,10 @@ def day_label(ts_ms: int) -> str:
     if not ts_ms:
         return ""
     t, now = time.localtime(ts_ms / 1000), time.localtime()
-    days = (time.mktime((now.tm_year, now.tm_mon, now.tm_mday, 12, 0, 0, 0, 0, -1)) -
-            time.mktime((t.tm_year, t.tm_mon, t.tm_mday, 12, 0, 0, 0, 0, -1))) / 86400
+    days = (
+        time.mktime((now.tm_year, now.tm_mon, now.tm_mday, 12, 0, 0, 0, 0, -1))
+        - time.mktime((t.tm_year, t.tm_mon, t.tm_mday, 12, 0, 0, 0, 0, -1))
+    ) / 86400
     if round(days) == 0:
         return "Today"
     if round(days) == 1:
@@ -122,8 +124,13 @@ class MessageLog(ScrollView, can_focus=True):
     """
 
     COMPONENT_CLASSES = {
-        "messagelog--time", "messagelog--sender", "messagelog--me", "messagelog--selected",
-        "messagelog--notice", "messagelog--unreadable", "messagelog--day",
+        "messagelog--time",
+        "messagelog--sender",
+        "messagelog--me",
+        "messagelog--selected",
+        "messagelog--notice",
+        "messagelog--unreadable",
+        "messagelog--day",
     }
     BINDINGS = [
         Binding("up", "select(-1)", "Previous message", show=False),
@@ -219,8 +226,7 @@ class MessageLog(ScrollView, can_focus=True):
             self._relayout(i)
             return
         if text:
-            self._insert(Row(key, self.rows[-1].pos + 1e-6 if pos is None and self.rows else (pos or 0.0),
-                             notice=text))
+            self._insert(Row(key, self.rows[-1].pos + 1e-6 if pos is None and self.rows else (pos or 0.0), notice=text))
 
     def remark(self, marks: dict[str, str]) -> None:
         """Update every row's verified/warning mark (after a contact changed)."""
@@ -458,5 +464,3 @@ class MessageLog(ScrollView, can_focus=True):
         line_no = self.scroll_offset.y + event.y
         if self._offsets and line_no < self._total:
             self.select(bisect.bisect_right(self._offsets, line_no) - 1)
-
-

@@ -115,8 +115,9 @@ class Notifier:
 
 
 async def _run_notifier(argv: list[str]) -> None:
-    proc = await asyncio.create_subprocess_exec(*argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                                stderr=subprocess.DEVNULL)
+    proc = await asyncio.create_subprocess_exec(
+        *argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         await asyncio.wait_for(proc.wait(), 10)
     finally:  # a notifier that hangs, or the app closing: it is not left behind

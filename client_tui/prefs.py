@@ -20,11 +20,24 @@ from .core.private import write_private
 from .safe import one_line, plain
 
 log = logging.getLogger("e2ee.tui")
-THEMES = ("textual-dark", "textual-light", "ansi-dark", "ansi-light", "nord", "gruvbox", "catppuccin-latte",
-          "solarized-light", "tokyo-night")
+THEMES = (
+    "textual-dark",
+    "textual-light",
+    "ansi-dark",
+    "ansi-light",
+    "nord",
+    "gruvbox",
+    "catppuccin-latte",
+    "solarized-light",
+    "tokyo-night",
+)
 """Built-in Textual themes offered (the ``ansi-*`` ones use the terminal's own palette)."""
-NOTIFY_MODES = (("off", "off"), ("terminal bell", "bell"), ("OSC 9 (terminal notification)", "osc9"),
-                ("desktop (notify-send / macOS)", "desktop"))
+NOTIFY_MODES = (
+    ("off", "off"),
+    ("terminal bell", "bell"),
+    ("OSC 9 (terminal notification)", "osc9"),
+    ("desktop (notify-send / macOS)", "desktop"),
+)
 
 
 @dataclass
@@ -54,8 +67,9 @@ class Prefs:
             if doc.get("notify") in {m for _, m in NOTIFY_MODES}:
                 p.notify = doc["notify"]
             p.show_text = doc.get("show_text") is True
-            p.muted = [c for c in doc.get("muted", []) if isinstance(c, str)] if isinstance(doc.get("muted"), list) \
-                else []
+            p.muted = (
+                [c for c in doc.get("muted", []) if isinstance(c, str)] if isinstance(doc.get("muted"), list) else []
+            )
         return p
 
     def save(self, path: Path) -> None:
@@ -81,8 +95,11 @@ class SettingsScreen(ModalScreen[bool]):
             yield Select(NOTIFY_MODES, value=p.notify, allow_blank=False, id="notify")
             yield Checkbox("show the message text in notifications", p.show_text, id="show-text")
             if self.conversation:
-                yield Checkbox(plain(f"mute {one_line(self.conv_title)[:40]}", newlines=False),
-                               self.conversation in p.muted, id="mute")
+                yield Checkbox(
+                    plain(f"mute {one_line(self.conv_title)[:40]}", newlines=False),
+                    self.conversation in p.muted,
+                    id="mute",
+                )
             with Horizontal(classes="buttons"):
                 yield Button("Close", variant="primary", id="close")
 

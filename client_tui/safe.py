@@ -80,7 +80,8 @@ def plain(text: object, style: str = "", *, newlines: bool = True) -> Text:
     return Text(harmless(text, newlines=newlines), style=style)
 
 
-def toast(app, message: object, *, title: object = "", severity: str = "information",
-          timeout: float | None = None) -> None:
+def toast(
+    app, message: object, *, title: object = "", severity: str = "information", timeout: float | None = None
+) -> None:
     """``app.notify`` with markup off and both strings made :func:`harmless`."""
     app.notify(harmless(message), title=one_line(title), severity=severity, timeout=timeout, markup=False)

@@ -100,8 +100,9 @@ class MembersScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Static(plain(f"Members of {one_line(self.client.titles.get(self.conversation, '?'))}"),
-                         classes="dialog-title")
+            yield Static(
+                plain(f"Members of {one_line(self.client.titles.get(self.conversation, '?'))}"), classes="dialog-title"
+            )
             yield Static(self._members(), id="member-list")
             yield Input(placeholder="add: dave, erin", id="add")
             yield Input(placeholder="remove: bob", id="remove")
@@ -130,8 +131,7 @@ class MembersScreen(ModalScreen[None]):
     @work(exclusive=True)
     async def _run(self, add: list[str], remove: list[str]) -> None:
         try:
-            await outlive(self, self.client.change_members(self.conversation, add=add, remove=remove),
-                          "members change")
+            await outlive(self, self.client.change_members(self.conversation, add=add, remove=remove), "members change")
         except E2EEError as exc:
             if is_open(self):
                 self.query_one("#error", Label).update(plain(f"{exc.message} ({exc.code})", "red"))
@@ -151,7 +151,7 @@ def _fp(kid: str) -> str:
 
 def _safety(digits: str) -> str:
     groups = digits.split()
-    return "\n".join(" ".join(groups[i:i + 4]) for i in range(0, len(groups), 4))
+    return "\n".join(" ".join(groups[i : i + 4]) for i in range(0, len(groups), 4))
 
 
 class ContactScreen(ModalScreen[None]):
@@ -172,8 +172,9 @@ class ContactScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog wide tall"):
-            yield Select([(plain(u, newlines=False), u) for u in self.users], value=self.user, allow_blank=False,
-                         id="who")
+            yield Select(
+                [(plain(u, newlines=False), u) for u in self.users], value=self.user, allow_blank=False, id="who"
+            )
             # not a focus stop of its own (Tab goes from the picker to the buttons); PageUp/PageDown scroll it
             with VerticalScroll(id="contact-scroll", can_focus=False):
                 yield Static(id="contact-body")
@@ -217,15 +218,27 @@ class ContactScreen(ModalScreen[None]):
             if me is not None and self.user != self.client.username and c.pending is None:
                 parts.append(plain(f"\nsafety number of {self.client.username} and {one_line(self.user)}", "bold"))
                 parts.append(Text(_safety(safety_number(me.identity, c.identity)), style="bold cyan"))
-                parts.append(Text("Compare it with them in person or on a call: both screens show the same "
-                                  "digits. If they match, mark verified.", style="dim"))
+                parts.append(
+                    Text(
+                        "Compare it with them in person or on a call: both screens show the same "
+                        "digits. If they match, mark verified.",
+                        style="dim",
+                    )
+                )
             if c.pending is not None:
                 p = c.pending
-                parts.append(Text(f"\n⚠ {one_line(self.user)}'s key changed — sending to them is blocked until you "
-                                  "accept or verify the new key", style="bold yellow"))
-                evidence = {True: ("the relay's key history shows the new key signed by the old one", "green"),
-                            False: ("NOT signed by the key you pinned: the relay may have substituted it", "bold red"),
-                            None: ("the relay gave no rotation evidence", "yellow")}[c.pending_signed_by_old]
+                parts.append(
+                    Text(
+                        f"\n⚠ {one_line(self.user)}'s key changed — sending to them is blocked until you "
+                        "accept or verify the new key",
+                        style="bold yellow",
+                    )
+                )
+                evidence = {
+                    True: ("the relay's key history shows the new key signed by the old one", "green"),
+                    False: ("NOT signed by the key you pinned: the relay may have substituted it", "bold red"),
+                    None: ("the relay gave no rotation evidence", "yellow"),
+                }[c.pending_signed_by_old]
                 parts.append(Text(evidence[0], style=evidence[1]))
                 change = Table.grid(padding=(0, 2))
                 change.add_column(style="dim")
@@ -236,26 +249,40 @@ class ContactScreen(ModalScreen[None]):
                 change.add_row("new sign key", _fp(p.sign_kid))
                 parts.append(change)
                 if me is not None:
-                    parts.append(plain(f"\nnew safety number of {self.client.username} and {one_line(self.user)}: "
-                                       "compare THIS one", "bold"))
+                    parts.append(
+                        plain(
+                            f"\nnew safety number of {self.client.username} and {one_line(self.user)}: "
+                            "compare THIS one",
+                            "bold",
+                        )
+                    )
                     parts.append(Text(_safety(safety_number(me.identity, p)), style="bold cyan"))
-                    parts.append(Text("Mark verified pins exactly these new keys as verified, if they are still "
-                                      "the ones pending when you press it. Previous (pinned) number, for "
-                                      "reference only:", style="dim"))
+                    parts.append(
+                        Text(
+                            "Mark verified pins exactly these new keys as verified, if they are still "
+                            "the ones pending when you press it. Previous (pinned) number, for "
+                            "reference only:",
+                            style="dim",
+                        )
+                    )
                     parts.append(Text(_safety(safety_number(me.identity, c.identity)), style="dim"))
             if c.changes:
                 hist = Text("\nkey changes seen\n", style="bold")
                 for ch in c.changes:
                     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(ch["at"] / 1000))
-                    hist.append(f"{when}  {ch['old'][0][:8]}… → {ch['new'][0][:8]}…  "
-                                f"{ch.get('decision') or 'waiting for your decision'}\n", style="dim")
+                    hist.append(
+                        f"{when}  {ch['old'][0][:8]}… → {ch['new'][0][:8]}…  "
+                        f"{ch.get('decision') or 'waiting for your decision'}\n",
+                        style="dim",
+                    )
                 parts.append(hist)
         self.body = Group(*parts)
         self.query_one("#contact-body", Static).update(self.body)
         pending = c is not None and c.pending is not None
         self.query_one("#accept", Button).display = pending
-        self.query_one("#verify", Button).display = c is not None and self.user != self.client.username and (
-            pending or not c.verified)
+        self.query_one("#verify", Button).display = (
+            c is not None and self.user != self.client.username and (pending or not c.verified)
+        )
 
     def action_scroll_body(self, direction: int) -> None:
         scroll = self.query_one("#contact-scroll", VerticalScroll)
@@ -304,7 +331,9 @@ class HelpScreen(ModalScreen[None]):
             "\nMarks: ✔ verified sender · · not verified yet · ⚠ key changed / not accepted · ✖ could not verify\n"
             "States of your messages: … sending · ✓ stored by the relay · ✓✓ delivered to every member\n"
             "The inspector shows the envelope the relay stored (ciphertext only) and what sealing or "
-            "opening it cost on this machine.", style="dim")
+            "opening it cost on this machine.",
+            style="dim",
+        )
         with Vertical(classes="dialog wide"):
             yield Static("Help", classes="dialog-title")
             with VerticalScroll():

@@ -63,7 +63,7 @@ def snippet(text: str, query: str, width: int = SNIPPET_CHARS) -> Text:
     wanted = terms(query)
     at = min((folded.find(t) for t in wanted if t in folded), default=0)
     start = max(0, at - width // 3)
-    piece = flat[start:start + width]
+    piece = flat[start : start + width]
     out = plain(("…" if start else "") + piece + ("…" if start + width < len(flat) else ""))
     low = _fold(out.plain)
     for t in wanted:
@@ -76,8 +76,10 @@ def snippet(text: str, query: str, width: int = SNIPPET_CHARS) -> Text:
 class SearchScreen(ModalScreen[Record | None]):
     """Type to search every conversation's history on this machine; Enter jumps to the message."""
 
-    BINDINGS = [Binding("escape", "dismiss(None)", "Close", show=True),
-                Binding("down", "focus_results", "Results", show=False)]
+    BINDINGS = [
+        Binding("escape", "dismiss(None)", "Close", show=True),
+        Binding("down", "focus_results", "Results", show=False),
+    ]
 
     def __init__(self, client: ChatClient, query: str = "") -> None:
         super().__init__()

@@ -39,8 +39,15 @@ class SessionSocket:
         self.ws = ws
 
     @classmethod
-    async def open(cls, server_url: str, protocol: ClientProtocol, *, ssl: ssl_module.SSLContext | None = None,
-                   max_size: int | None = MAX_FRAME_BYTES, **options: Any) -> tuple[SessionSocket, Opened]:
+    async def open(
+        cls,
+        server_url: str,
+        protocol: ClientProtocol,
+        *,
+        ssl: ssl_module.SSLContext | None = None,
+        max_size: int | None = MAX_FRAME_BYTES,
+        **options: Any,
+    ) -> tuple[SessionSocket, Opened]:
         """Connect to ``server_url``'s websocket (per-message deflate off: ciphertext does not
         compress) and run the handshake until the relay's ``ready``.
 
@@ -60,8 +67,14 @@ class SessionSocket:
             ``ConnectionClosed``: the relay closed before ``ready``.
         """
         url = ws_url(server_url)
-        ws = await connect(url, additional_headers=protocol.handshake_headers(), compression=None,
-                           max_size=max_size, ssl=ssl if url.startswith("wss") else None, **options)
+        ws = await connect(
+            url,
+            additional_headers=protocol.handshake_headers(),
+            compression=None,
+            max_size=max_size,
+            ssl=ssl if url.startswith("wss") else None,
+            **options,
+        )
         sock = cls(protocol, ws)
         try:
             while True:

@@ -24,8 +24,11 @@ def describe(exc: BaseException) -> str:
     if isinstance(exc, E2EEError):
         code = getattr(exc, "code", "")
         text = exc.message
-        if code and code not in (ErrorCode.CLIENT_ERROR, ErrorCode.KEYSTORE_ERROR, ErrorCode.UNREACHABLE) and \
-                code.replace("_", " ") not in text:
+        if (
+            code
+            and code not in (ErrorCode.CLIENT_ERROR, ErrorCode.KEYSTORE_ERROR, ErrorCode.UNREACHABLE)
+            and code.replace("_", " ") not in text
+        ):
             text = f"{text} ({code})"
         return one_line(text)
     name = type(exc).__name__

@@ -16,8 +16,15 @@ from .inspector import inspect_record, reason_words, unreadable_text
 from .messagelog import MessageLog
 from .safe import harmless
 
-__all__ = ["Composer", "MessageLog", "harmless", "inspect_record", "reason_words", "title_and_badges",
-           "unreadable_text"]
+__all__ = [
+    "Composer",
+    "MessageLog",
+    "harmless",
+    "inspect_record",
+    "reason_words",
+    "title_and_badges",
+    "unreadable_text",
+]
 
 
 class Composer(TextArea):
@@ -45,8 +52,11 @@ class Composer(TextArea):
         if size > self.max_bytes:  # refuse before the text area holds megabytes
             event.stop()
             event.prevent_default()
-            self.app.notify(f"pasted text is {size / 1e6:.1f} MB; one message holds at most about "
-                            f"{self.max_bytes // 1024} KB", title="too large", severity="error")
+            self.app.notify(
+                f"pasted text is {size / 1e6:.1f} MB; one message holds at most about {self.max_bytes // 1024} KB",
+                title="too large",
+                severity="error",
+            )
 
     def action_submit(self) -> None:
         """Hand the text over and clear at once, so keys typed right after Enter are kept."""

@@ -83,10 +83,21 @@ def create_app(settings: Settings) -> Starlette:
         writer = Writer(sessions, writer_engine, inline=not commits_wait_for_disk(settings.sqlite_synchronous))
         writer.start()
         jwt_key = settings.resolve_jwt_key()
-        tokens = Tokens(settings.jwt_algorithm, jwt_key, settings.jwt_issuer,
-                        settings.jwt_audience, settings.token_ttl_s, settings.jwt_leeway_s)
-        passwords = Passwords(settings.argon2_time_cost, settings.argon2_memory_kib, settings.argon2_parallelism,
-                              settings.max_password_hashes, settings.max_password_queue)
+        tokens = Tokens(
+            settings.jwt_algorithm,
+            jwt_key,
+            settings.jwt_issuer,
+            settings.jwt_audience,
+            settings.token_ttl_s,
+            settings.jwt_leeway_s,
+        )
+        passwords = Passwords(
+            settings.argon2_time_cost,
+            settings.argon2_memory_kib,
+            settings.argon2_parallelism,
+            settings.max_password_hashes,
+            settings.max_password_queue,
+        )
         relay = Relay(settings, tokens, sessions, writer)
         if settings.broker:
             from .broker import RedisBroker, note_key
@@ -95,8 +106,17 @@ def create_app(settings: Settings) -> Starlette:
             await relay.broker.start()
         retention = Retention(settings, writer)
         retention.start()
-        app.state.e2ee = State(settings, sessions, writer, tokens, passwords, relay, Limits.from_settings(settings),
-                               settings.resolve_operator_token(), retention)
+        app.state.e2ee = State(
+            settings,
+            sessions,
+            writer,
+            tokens,
+            passwords,
+            relay,
+            Limits.from_settings(settings),
+            settings.resolve_operator_token(),
+            retention,
+        )
         log.info("relay ready level=%d db=%s", settings.level, engine.dialect.name)
         try:
             yield
@@ -111,8 +131,9 @@ def create_app(settings: Settings) -> Starlette:
                 writer_engine.dispose()
             log.info("relay stopped")
 
-    return Starlette(routes=routes, lifespan=lifespan, middleware=middleware(settings),
-                     exception_handlers={E2EEError: error_answer})
+    return Starlette(
+        routes=routes, lifespan=lifespan, middleware=middleware(settings), exception_handlers={E2EEError: error_answer}
+    )
 
 
 def middleware(settings: Settings) -> list[Middleware]:

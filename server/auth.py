@@ -45,8 +45,9 @@ class Passwords:
     (503) at once instead of queueing without bound.
     """
 
-    def __init__(self, time_cost: int, memory_kib: int, parallelism: int, max_concurrent: int = 2,
-                 max_queue: int = 64) -> None:
+    def __init__(
+        self, time_cost: int, memory_kib: int, parallelism: int, max_concurrent: int = 2, max_queue: int = 64
+    ) -> None:
         self._ph = PasswordHasher(time_cost=time_cost, memory_cost=memory_kib, parallelism=parallelism)
         self._dummy = self._ph.hash(secrets.token_hex(16))
         self._slots = asyncio.Semaphore(max_concurrent)
@@ -168,8 +169,14 @@ class Tokens:
         now = int(time.time())
         exp = now + self.ttl_s if not_after is None else min(now + self.ttl_s, not_after)
         claims = {
-            "sub": subject, "iss": self.issuer, "aud": self.audience,
-            "iat": now, "nbf": now, "exp": exp, "jti": secrets.token_urlsafe(12), "sid": sid,
+            "sub": subject,
+            "iss": self.issuer,
+            "aud": self.audience,
+            "iat": now,
+            "nbf": now,
+            "exp": exp,
+            "jti": secrets.token_urlsafe(12),
+            "sid": sid,
         }
         return jwt.encode(claims, self._sign_key, algorithm=self.algorithm), exp
 

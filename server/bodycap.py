@@ -22,9 +22,15 @@ log = logging.getLogger("e2ee.relay.http")
 
 def _answer(exc: E2EEError, status: int) -> tuple[Message, Message]:
     body = msgspec.json.encode({"error": exc.as_dict()})
-    start: Message = {"type": "http.response.start", "status": status, "headers": [
-        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-        (b"connection", b"close")]}
+    start: Message = {
+        "type": "http.response.start",
+        "status": status,
+        "headers": [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+            (b"connection", b"close"),
+        ],
+    }
     return start, {"type": "http.response.body", "body": body}
 
 
@@ -50,8 +56,9 @@ class BodyCap:
         declared = next((v for k, v in scope["headers"] if k == b"content-length"), None)
         if declared is not None:
             if not declared.isdigit():
-                return await self._refuse(scope, send, InvalidRequest("Content-Length is not a number",
-                                                                      field="content-length"), 400)
+                return await self._refuse(
+                    scope, send, InvalidRequest("Content-Length is not a number", field="content-length"), 400
+                )
             if int(declared) > cap:
                 return await self._refuse(scope, send, self._too_large(cap), 413)
         received = 0

@@ -73,8 +73,9 @@ def note_key(jwt_key: bytes | ed25519.Ed25519PrivateKey) -> bytes:
     """The 32-byte HMAC key for notes, derived from the JWT key every relay of a group shares
     (an HS256 secret, or the Ed25519 private key) with HKDF-SHA-256 (RFC 5869)."""
     if isinstance(jwt_key, ed25519.Ed25519PrivateKey):
-        jwt_key = jwt_key.private_bytes(serialization.Encoding.Raw, serialization.PrivateFormat.Raw,
-                                        serialization.NoEncryption())
+        jwt_key = jwt_key.private_bytes(
+            serialization.Encoding.Raw, serialization.PrivateFormat.Raw, serialization.NoEncryption()
+        )
     return HKDF(hashes.SHA256(), 32, salt=None, info=b"e2ee-chat/v1/broker-note").derive(jwt_key)
 
 
@@ -124,8 +125,10 @@ class RedisBroker:
 
     async def start(self) -> None:
         """Start the subscription and the publisher (they reconnect with backoff)."""
-        self._tasks = [asyncio.create_task(self._subscribe(), name="broker-sub"),
-                       asyncio.create_task(self._publish_loop(), name="broker-pub")]
+        self._tasks = [
+            asyncio.create_task(self._subscribe(), name="broker-sub"),
+            asyncio.create_task(self._publish_loop(), name="broker-pub"),
+        ]
 
     async def stop(self) -> None:
         """Stop both tasks; notes still in the outbox are dropped."""
@@ -186,8 +189,12 @@ class RedisBroker:
                 data = [d for d in data if d]
                 lost_since = self._lost_since_ms
                 if lost_since is not None:  # tell the others what they may have missed
-                    data.insert(0, seal_note(self.key, Note("resync", self.relay_id, t=_now_ms(),
-                                                            since=lost_since - RESYNC_MARGIN_MS)))
+                    data.insert(
+                        0,
+                        seal_note(
+                            self.key, Note("resync", self.relay_id, t=_now_ms(), since=lost_since - RESYNC_MARGIN_MS)
+                        ),
+                    )
                 if not data:
                     continue
                 try:
@@ -243,8 +250,11 @@ class RedisBroker:
         if note is None:
             self.rejected += 1
             if self.rejected == 1 or self.rejected % 1000 == 0:
-                log.warning("broker: dropped a note without a valid tag or stale (%d bytes; %d so far)",
-                            len(data), self.rejected)
+                log.warning(
+                    "broker: dropped a note without a valid tag or stale (%d bytes; %d so far)",
+                    len(data),
+                    self.rejected,
+                )
             return
         if note.r == self.relay_id:
             return

@@ -25,10 +25,18 @@ def _parser() -> argparse.ArgumentParser:
         description="e2ee-chat relay. Every option can also be set as E2EE_<NAME> in the environment.",
     )
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    p.add_argument("command", nargs="?", default="serve", choices=["serve", "migrate", "dev-cert"],
-                   help="serve (default), migrate the database, or write a self-signed dev certificate")
-    p.add_argument("--force", action="store_true",
-                   help="dev-cert: replace the certificate that exists (clients trusting it must get the new one)")
+    p.add_argument(
+        "command",
+        nargs="?",
+        default="serve",
+        choices=["serve", "migrate", "dev-cert"],
+        help="serve (default), migrate the database, or write a self-signed dev certificate",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="dev-cert: replace the certificate that exists (clients trusting it must get the new one)",
+    )
     for f in dataclasses.fields(Settings):
         flag = "--" + f.name.replace("_", "-")
         help_text = f"{f.metadata.get('help', '')} (env E2EE_{f.name.upper()}{_shown_default(f)})"
@@ -69,14 +77,19 @@ def main(argv: list[str] | None = None) -> int:
         try:
             cert, key = write_dev_cert(data_dir / "tls", force=force)
         except FileExistsError as exc:
-            print(f"e2ee-relay: a dev certificate exists already: {exc.filename} (clients trust it with --cafile); "
-                  "kept. To replace it: e2ee-relay dev-cert --force", file=sys.stderr)
+            print(
+                f"e2ee-relay: a dev certificate exists already: {exc.filename} (clients trust it with --cafile); "
+                "kept. To replace it: e2ee-relay dev-cert --force",
+                file=sys.stderr,
+            )
             return 1
         port = settings.port
-        print(f"wrote {cert} and {key}\n"
-              f"serve with:   e2ee-relay --ssl-certfile {cert} --ssl-keyfile {key}\n"
-              f"connect with: e2ee-chat --server https://127.0.0.1:{port} --cafile {cert}\n"
-              f"              (or export E2EE_SERVER=https://127.0.0.1:{port} E2EE_CAFILE={cert})")
+        print(
+            f"wrote {cert} and {key}\n"
+            f"serve with:   e2ee-relay --ssl-certfile {cert} --ssl-keyfile {key}\n"
+            f"connect with: e2ee-chat --server https://127.0.0.1:{port} --cafile {cert}\n"
+            f"              (or export E2EE_SERVER=https://127.0.0.1:{port} E2EE_CAFILE={cert})"
+        )
         return 0
 
     from . import logs, migrate
@@ -101,8 +114,11 @@ def main(argv: list[str] | None = None) -> int:
     from sqlalchemy.engine import make_url
 
     logging.getLogger("e2ee.relay").info(
-        "data folder %s, database %s, level %d", data_dir,
-        make_url(settings.db_url).render_as_string(hide_password=True), settings.level)
+        "data folder %s, database %s, level %d",
+        data_dir,
+        make_url(settings.db_url).render_as_string(hide_password=True),
+        settings.level,
+    )
 
     server = relay_server(settings, log_config)
     try:

@@ -39,16 +39,19 @@ async def _statement(request: Request, cid: str | None) -> Response:
     (st.limits.conversations if cid is None else st.limits.member_changes).check(claims.sub)
     body = await _body(request, StatementBody)
     async with st.sessions() as session:
-        checked = await membership.check(session, body.statement, claims.sub, cid=cid,
-                                          max_members=st.settings.max_members)
+        checked = await membership.check(
+            session, body.statement, claims.sub, cid=cid, max_members=st.settings.max_members
+        )
     s = checked.statement
     if not checked.duplicate:
         before, after = await st.writer.run(membership.append(checked))
         st.relay.forget_members(s.cid)
         st.relay.notify(before + after, frames.Event("members_changed", conversation=s.cid))
         log.info("membership conv=%s epoch=%d op=%s by=%s members=%d", s.cid, s.ep, s.op, claims.sub, len(s.members))
-    return _json({"id": s.cid, "title": s.title, "members": list(s.usernames), "epoch": s.ep, "head": s.hash},
-                 200 if checked.duplicate else 201)
+    return _json(
+        {"id": s.cid, "title": s.title, "members": list(s.usernames), "epoch": s.ep, "head": s.hash},
+        200 if checked.duplicate else 201,
+    )
 
 
 async def create_conversation(request: Request) -> Response:
@@ -96,8 +99,9 @@ async def post_message(request: Request) -> Response:
         raise AuthFailed("token subject is unknown", field="sub")
     st.relay.sends.check(user.username)
     stored = await st.relay.accept(user.username, user.id, request.path_params["cid"], data)
-    return _json({"mid": stored.mid, "seq": stored.seq, "duplicate": stored.duplicate},
-                 200 if stored.duplicate else 201)
+    return _json(
+        {"mid": stored.mid, "seq": stored.seq, "duplicate": stored.duplicate}, 200 if stored.duplicate else 201
+    )
 
 
 async def list_conversations(request: Request) -> Response:

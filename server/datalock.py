@@ -18,8 +18,9 @@ class DataDirLocked(Exception):
     """Another process holds the data folder; ``str(exc)`` is the one line to print."""
 
     def __init__(self, folder: Path, pid: str) -> None:
-        super().__init__(f"data folder {folder} is in use by another relay (pid {pid}); stop it, or give this "
-                         "one another --data-dir")
+        super().__init__(
+            f"data folder {folder} is in use by another relay (pid {pid}); stop it, or give this one another --data-dir"
+        )
         self.folder = folder
         self.pid = pid
 

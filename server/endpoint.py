@@ -137,8 +137,17 @@ class Endpoint:
             return None
         except WebSocketDisconnect:
             return None
-        conn = Connection(ws, user.username, user.id, self.settings.send_queue_frames, self.settings.send_queue_bytes,
-                          session=session, sid=claims.sid if claims else None, delivered=delivered, protocol=proto)
+        conn = Connection(
+            ws,
+            user.username,
+            user.id,
+            self.settings.send_queue_frames,
+            self.settings.send_queue_bytes,
+            session=session,
+            sid=claims.sid if claims else None,
+            delivered=delivered,
+            protocol=proto,
+        )
         proto.accept(conn.user, claims.exp - time.time() if claims else None)
         try:
             await _write(ws, proto)
@@ -147,8 +156,9 @@ class Endpoint:
         self._arm(conn)
         return conn
 
-    async def _authenticate(self, auth: frames.Auth, claims: Claims | None,
-                            challenge: bytes | None) -> tuple[str, l3.Session | None, Claims | None]:
+    async def _authenticate(
+        self, auth: frames.Auth, claims: Claims | None, challenge: bytes | None
+    ) -> tuple[str, l3.Session | None, Claims | None]:
         """``(username, level-3 session or None, token claims or None)`` for the first ``auth``
         frame (its shape for the level was checked by the protocol).
 
@@ -229,8 +239,14 @@ class Endpoint:
             relay.sends.check(conn.user)
             if conn.session is not None:
                 started = time.perf_counter()
-                stored = await relay.accept_plain(conn.user, conn.user_id, frame.conversation,
-                                                  relay.levels.open_l3(conn, raw), exclude=conn, started=started)
+                stored = await relay.accept_plain(
+                    conn.user,
+                    conn.user_id,
+                    frame.conversation,
+                    relay.levels.open_l3(conn, raw),
+                    exclude=conn,
+                    started=started,
+                )
             else:
                 stored = await relay.accept(conn.user, conn.user_id, frame.conversation, raw, exclude=conn)
         except E2EEError as exc:
@@ -258,7 +274,8 @@ class Endpoint:
         deadline = _protocol(conn).next_deadline()
         if deadline is not None:
             conn.expiry = asyncio.get_running_loop().call_later(
-                max(0.0, deadline - time.monotonic()), self._on_timer, conn)
+                max(0.0, deadline - time.monotonic()), self._on_timer, conn
+            )
 
     def _on_timer(self, conn: Connection) -> None:
         conn.expiry = None

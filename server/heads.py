@@ -47,7 +47,8 @@ class HeadCache:
             if loading is None:  # one query per conversation, however many sends wait for it
                 loading = self._loading[conversation] = asyncio.ensure_future(self._load(conversation, ttl_s))
                 loading.add_done_callback(
-                    lambda f: self._loading.pop(conversation, None) if self._loading.get(conversation) is f else None)
+                    lambda f: self._loading.pop(conversation, None) if self._loading.get(conversation) is f else None
+                )
             head = await asyncio.shield(loading)
         if not any(m.user_id == user_id for m in head.members):
             raise Forbidden("not a member of this conversation", field="conversation")

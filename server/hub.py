@@ -23,7 +23,6 @@ from shared.session import CloseCode, RelayProtocol
 log = logging.getLogger("e2ee.relay")
 
 
-
 @dataclass(eq=False)
 class Connection:
     """One authenticated websocket with a bounded outgoing queue (frames and bytes)."""
@@ -60,8 +59,12 @@ class Connection:
         if self.closing:
             return False
         if self.queue.qsize() >= self.max_frames or self.pending_bytes + len(data) > self.max_bytes:
-            log.warning("slow reader user=%s queued=%d bytes=%d: disconnecting", self.user,
-                        self.queue.qsize(), self.pending_bytes)
+            log.warning(
+                "slow reader user=%s queued=%d bytes=%d: disconnecting",
+                self.user,
+                self.queue.qsize(),
+                self.pending_bytes,
+            )
             self.close(CloseCode.SLOW_READER, "send queue full: reconnect and sync")
             return False
         self.pending_bytes += len(data)
@@ -98,8 +101,9 @@ class Hub:
             if not conns:
                 del self._conns[conn.user_id]
 
-    def deliver(self, user_ids: list[int], data: bytes | Callable[[Connection], bytes],
-                exclude: Connection | None = None) -> int:
+    def deliver(
+        self, user_ids: list[int], data: bytes | Callable[[Connection], bytes], exclude: Connection | None = None
+    ) -> int:
         """Queue ``data`` (or ``data(conn)``, built per connection) to every connection of
         ``user_ids`` except ``exclude``; return how many connections took it."""
         n = 0

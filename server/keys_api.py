@@ -74,8 +74,14 @@ async def register(request: Request) -> Response:
     ident = await _load_keys(body, username)
     password_hash = await st.passwords.hash(body.password)
     await st.writer.run(
-        store.add_user(username, password_hash, ident.wrap_kid, keys.spki_der(ident.wrap_key),
-                       ident.sign_kid, keys.spki_der(ident.sign_key))
+        store.add_user(
+            username,
+            password_hash,
+            ident.wrap_kid,
+            keys.spki_der(ident.wrap_key),
+            ident.sign_kid,
+            keys.spki_der(ident.sign_key),
+        )
     )
     log.info("registered user=%s wrap_bits=%d", username, ident.wrap_key.key_size)
     return _json({"username": username, "wrap_kid": ident.wrap_kid, "sign_kid": ident.sign_kid}, 201)
@@ -83,8 +89,11 @@ async def register(request: Request) -> Response:
 
 def _key_json(username: str, row: UserKey) -> dict[str, object]:
     return {
-        "username": username, "wrap_key": b64u_encode(row.wrap_key), "sign_key": b64u_encode(row.sign_key),
-        "wrap_kid": row.wrap_kid, "sign_kid": row.sign_kid,
+        "username": username,
+        "wrap_key": b64u_encode(row.wrap_key),
+        "sign_key": b64u_encode(row.sign_key),
+        "wrap_kid": row.wrap_kid,
+        "sign_kid": row.sign_kid,
     }
 
 
@@ -114,11 +123,23 @@ async def user_key_history(request: Request) -> Response:
         rows = await queries.key_history(session, username)
     if not rows:
         raise NotFound(f"no user {username!r}", field="username")
-    return _json({"username": username, "keys": [
-        {**_key_json(username, r), "current": r.current, "created_at_ms": r.created_at_ms,
-         "rotation_sig": b64u_encode(r.rotation_sig) if r.rotation_sig else None,
-         "rotation_v": r.rotation_v if r.rotation_sig else None, "counter": i,
-         "published_seq": r.published_seq} for i, r in enumerate(rows)]})
+    return _json(
+        {
+            "username": username,
+            "keys": [
+                {
+                    **_key_json(username, r),
+                    "current": r.current,
+                    "created_at_ms": r.created_at_ms,
+                    "rotation_sig": b64u_encode(r.rotation_sig) if r.rotation_sig else None,
+                    "rotation_v": r.rotation_v if r.rotation_sig else None,
+                    "counter": i,
+                    "published_seq": r.published_seq,
+                }
+                for i, r in enumerate(rows)
+            ],
+        }
+    )
 
 
 async def rotate_keys(request: Request) -> Response:
@@ -141,14 +162,25 @@ async def rotate_keys(request: Request) -> Response:
     sig = b64u_decode(body.signature, "signature")
     rotation.verify(keys.load_signing_public_key(old.sign_key, claims.sub), statement, sig)
     st.relay.forget_members()
-    published = await st.writer.run(store.rotate_keys(
-        user.id, new.wrap_kid, keys.spki_der(new.wrap_key), new.sign_kid, keys.spki_der(new.sign_key), sig,
-        old_wrap_kid=old.wrap_kid, counter=body.counter))
+    published = await st.writer.run(
+        store.rotate_keys(
+            user.id,
+            new.wrap_kid,
+            keys.spki_der(new.wrap_key),
+            new.sign_kid,
+            keys.spki_der(new.sign_key),
+            sig,
+            old_wrap_kid=old.wrap_kid,
+            counter=body.counter,
+        )
+    )
     async with st.sessions() as session:
         peers = await queries.peers_of(session, user.id)
     st.relay.forget_members()
     st.relay.notify(peers, frames.Event("key_changed", user=claims.sub))
-    log.info("keys rotated user=%s counter=%d published_seq=%d peers=%d", claims.sub, body.counter, published,
-             len(peers))
-    return _json({"wrap_kid": new.wrap_kid, "sign_kid": new.sign_kid, "counter": body.counter,
-                  "published_seq": published})
+    log.info(
+        "keys rotated user=%s counter=%d published_seq=%d peers=%d", claims.sub, body.counter, published, len(peers)
+    )
+    return _json(
+        {"wrap_kid": new.wrap_kid, "sign_kid": new.sign_kid, "counter": body.counter, "published_seq": published}
+    )

@@ -43,8 +43,9 @@ class LevelPolicy:
         self.settings = settings
         self.level = settings.level
         self.relay_private: rsa.RSAPrivateKey | None = settings.resolve_relay_key() if self.level == 3 else None
-        self.relay_key_b64 = (b64u_encode(spki_der(self.relay_private.public_key()))
-                              if self.relay_private is not None else None)
+        self.relay_key_b64 = (
+            b64u_encode(spki_der(self.relay_private.public_key())) if self.relay_private is not None else None
+        )
 
     def hello(self) -> tuple[frames.Hello, bytes | None]:
         """A connection's ``hello`` and, at level 3, the fresh challenge it carries
@@ -53,9 +54,14 @@ class LevelPolicy:
         s = self.settings
         challenge = os.urandom(l3.CHALLENGE_BYTES) if self.level == 3 else None
         return frames.Hello(
-            version=envelope.VERSION, level=self.level, max_frame=s.max_frame_bytes, max_envelope=s.max_envelope_bytes,
-            max_recipients=s.max_recipients, auth_timeout_s=s.auth_timeout_s,
-            challenge=b64u_encode(challenge) if challenge is not None else None, relay_key=self.relay_key_b64,
+            version=envelope.VERSION,
+            level=self.level,
+            max_frame=s.max_frame_bytes,
+            max_envelope=s.max_envelope_bytes,
+            max_recipients=s.max_recipients,
+            auth_timeout_s=s.auth_timeout_s,
+            challenge=b64u_encode(challenge) if challenge is not None else None,
+            relay_key=self.relay_key_b64,
         ), challenge
 
     @property
@@ -100,8 +106,9 @@ class LevelPolicy:
             token = msgspec.json.decode(raw, type=str)
         except msgspec.DecodeError:
             raise EnvelopeMalformed("level 3: the envelope is a JWE compact string", field="envelope") from None
-        opened = l3.open(conn.session, token, direction=l3.C2R, after_seq=conn.c2r_seq,
-                         max_bytes=self.settings.max_envelope_bytes)
+        opened = l3.open(
+            conn.session, token, direction=l3.C2R, after_seq=conn.c2r_seq, max_bytes=self.settings.max_envelope_bytes
+        )
         h = opened.header
         conn.c2r_seq = h.seq
         return plain.check(plain.PlainEnvelope(h.mid, h.cid, h.snd, h.ts, opened.plaintext.decode("utf-8")))
@@ -119,6 +126,15 @@ def _seal_l3(conn: Connection, m: plain.PlainEnvelope) -> bytes:
     """Level 3: a ``msg`` payload re-encrypted for ``conn`` (one AES-GCM encryption)."""
     assert conn.session is not None
     conn.r2c_seq += 1
-    token = l3.seal(conn.session, m.text, direction=l3.R2C, conversation=m.cid, sender=m.snd,
-                    seq=conn.r2c_seq, message_id=m.mid, sent_at_ms=m.ts, max_bytes=1 << 30)
+    token = l3.seal(
+        conn.session,
+        m.text,
+        direction=l3.R2C,
+        conversation=m.cid,
+        sender=m.snd,
+        seq=conn.r2c_seq,
+        message_id=m.mid,
+        sent_at_ms=m.ts,
+        max_bytes=1 << 30,
+    )
     return msgspec.json.encode(token)

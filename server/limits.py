@@ -104,13 +104,20 @@ class Lockout:
         """
         retry = self.pairs.wait(f"{username}\x00{address}")
         if retry:
-            raise RateLimited(f"too many wrong passwords for {username} from this address; retry after "
-                              f"{retry:.0f} s", field="password", retry_after=retry)
+            raise RateLimited(
+                f"too many wrong passwords for {username} from this address; retry after {retry:.0f} s",
+                field="password",
+                retry_after=retry,
+            )
         if address not in self._known.get(username, ()):
             retry = self.users.wait(username)
             if retry:
-                raise RateLimited(f"too many wrong passwords for {username}; retry after {retry:.0f} s, "
-                                  "or from an address that logged in before", field="password", retry_after=retry)
+                raise RateLimited(
+                    f"too many wrong passwords for {username}; retry after {retry:.0f} s, "
+                    "or from an address that logged in before",
+                    field="password",
+                    retry_after=retry,
+                )
 
     def failed(self, username: str, address: str) -> None:
         """Count a wrong password for ``username`` from ``address`` (per user only from an address
@@ -147,7 +154,7 @@ class Gate:
 
     def enter(self, key: str) -> None:
         """Raises:
-            Busy: ``total`` in progress, or ``per_key`` for ``key``.
+        Busy: ``total`` in progress, or ``per_key`` for ``key``.
         """
         n = self._by_key.get(key, 0)
         if self.count >= self.total:

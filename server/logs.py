@@ -42,16 +42,20 @@ class Redact(logging.Filter):
 
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        return json.dumps({
-            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
-            "level": record.levelname, "logger": record.name, "msg": record.getMessage(),
-        })
+        return json.dumps(
+            {
+                "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
+                "level": record.levelname,
+                "logger": record.name,
+                "msg": record.getMessage(),
+            }
+        )
 
 
 def setup(data_dir: Path, fmt: str = "plain", level: str = "INFO") -> dict[str, object]:
     """Configure logging; returns a uvicorn ``log_config`` dict that uses the same handlers."""
-    formatter = JsonFormatter() if fmt == "json" else logging.Formatter(
-        "%(asctime)s %(levelname)s %(name)s: %(message)s"
+    formatter = (
+        JsonFormatter() if fmt == "json" else logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
     )
     handlers: list[logging.Handler] = [logging.StreamHandler(), logging.FileHandler(data_dir / "relay.log")]
     root = logging.getLogger()

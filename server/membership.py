@@ -65,15 +65,19 @@ class Head:
         here, or None: LegacyConversation, EpochStale (fetch the log, seal again), or
         RecipientsMismatch (``rkids`` are not the head's bound wrap keys in member order)."""
         if self.epoch is None:
-            return LegacyConversation("this conversation predates signed membership: start a new one",
-                                      field="conversation")
+            return LegacyConversation(
+                "this conversation predates signed membership: start a new one", field="conversation"
+            )
         if ep != self.epoch or mh != self.head:
-            return EpochStale(f"sealed to epoch {ep}; the membership log is at epoch {self.epoch}",
-                              epoch=self.epoch, head=self.head)
+            return EpochStale(
+                f"sealed to epoch {ep}; the membership log is at epoch {self.epoch}", epoch=self.epoch, head=self.head
+            )
         if rkids != [m.wrap_kid for m in self.members]:
             kids = set(rkids)
-            return RecipientsMismatch([m.username for m in self.members if m.wrap_kid not in kids],
-                                      sorted(kids - {m.wrap_kid for m in self.members}))
+            return RecipientsMismatch(
+                [m.username for m in self.members if m.wrap_kid not in kids],
+                sorted(kids - {m.wrap_kid for m in self.members}),
+            )
         return None
 
 
@@ -81,8 +85,10 @@ async def load_head(session: AsyncSession, cid: str) -> Head:
     """The head and member table of ``cid`` (no members and no epoch for an unknown conversation)."""
     conv = (await session.execute(select(Conversation.epoch, Conversation.head).where(Conversation.id == cid))).first()
     rows = await session.execute(
-        select(User.id, User.username, Member.wrap_kid).join(Member, Member.user_id == User.id)
-        .where(Member.conversation_id == cid))
+        select(User.id, User.username, Member.wrap_kid)
+        .join(Member, Member.user_id == User.id)
+        .where(Member.conversation_id == cid)
+    )
     members = sorted((MemberKey(uid, name, kid) for uid, name, kid in rows), key=lambda m: m.username.encode())
     return Head(conv[0] if conv else None, conv[1] if conv else None, members)
 
@@ -98,8 +104,13 @@ class Checked:
 
 
 async def _stored(session: AsyncSession, cid: str, ep: int) -> Statement | None:
-    signed = (await session.execute(select(MembershipStatement.statement).where(
-        MembershipStatement.conversation_id == cid, MembershipStatement.epoch == ep))).scalar_one_or_none()
+    signed = (
+        await session.execute(
+            select(MembershipStatement.statement).where(
+                MembershipStatement.conversation_id == cid, MembershipStatement.epoch == ep
+            )
+        )
+    ).scalar_one_or_none()
     return membership.parse(signed) if signed is not None else None
 
 
@@ -129,8 +140,9 @@ async def check(session: AsyncSession, signed: str, subject: str, *, cid: str | 
         raise InvalidRequest("a new conversation starts with a create statement", field="op")
     if st.actor != subject:
         raise Forbidden("a statement is posted by its actor", field="actor")
-    conv = (await session.execute(select(Conversation.epoch, Conversation.head).where(
-        Conversation.id == st.cid))).first()
+    conv = (
+        await session.execute(select(Conversation.epoch, Conversation.head).where(Conversation.id == st.cid))
+    ).first()
     prev = None
     if cid is None:
         if conv is not None:
@@ -141,21 +153,27 @@ async def check(session: AsyncSession, signed: str, subject: str, *, cid: str | 
         if conv is None:
             raise NotFound("no such conversation", field="conversation")
         if conv.epoch is None:
-            raise LegacyConversation("this conversation predates signed membership: start a new one",
-                                     field="conversation")
+            raise LegacyConversation(
+                "this conversation predates signed membership: start a new one", field="conversation"
+            )
         if st.ep <= conv.epoch:
             stored = await _stored(session, st.cid, st.ep)
             if stored is not None and stored.hash == st.hash:
                 return Checked(st, 0, {}, duplicate=True)
-            raise MembershipConflict(f"epoch {st.ep} is taken; the log is at epoch {conv.epoch}",
-                                     epoch=conv.epoch, head=conv.head)
+            raise MembershipConflict(
+                f"epoch {st.ep} is taken; the log is at epoch {conv.epoch}", epoch=conv.epoch, head=conv.head
+            )
         prev = await _stored(session, st.cid, conv.epoch)
     if len(st.members) > max_members:
         raise InvalidRequest(f"a conversation has at most {max_members} members", field="members")
     names = {m.username for m in st.members} | {st.actor}
-    rows = (await session.execute(
-        select(User.username, User.id, UserKey.wrap_kid, UserKey.sign_kid, UserKey.sign_key, UserKey.current)
-        .join(UserKey, UserKey.user_id == User.id).where(User.username.in_(names)))).all()
+    rows = (
+        await session.execute(
+            select(User.username, User.id, UserKey.wrap_kid, UserKey.sign_kid, UserKey.sign_key, UserKey.current)
+            .join(UserKey, UserKey.user_id == User.id)
+            .where(User.username.in_(names))
+        )
+    ).all()
     user_ids = {r.username: r.id for r in rows}
     missing = sorted(names - set(user_ids))
     if missing:
@@ -172,8 +190,10 @@ async def check(session: AsyncSession, signed: str, subject: str, *, cid: str | 
     if st.op == "update" and (actor is None or actor[1:] != current):
         raise InvalidRequest("an update moves the actor's current keys in", field="members")
     if st.op != "update" and not any(r.current for r in signers):  # a replaced (stolen?) key signs only
-        raise ActorKeyMismatch(f"{st.actor} replaced the signing key {st.akid[:8]}…: it signs only the "
-                               "update that moves the new keys in", field="akid")
+        raise ActorKeyMismatch(
+            f"{st.actor} replaced the signing key {st.akid[:8]}…: it signs only the update that moves the new keys in",
+            field="akid",
+        )
     key = signers[0].sign_key
     verify_next(prev, st, load_signing_public_key(key, st.actor), cid=st.cid)
     return Checked(st, user_ids[st.actor], user_ids)
@@ -194,19 +214,32 @@ def append(checked: Checked) -> Callable[[Session], tuple[list[int], list[int]]]
         if st.op == "create":
             if s.get(Conversation, st.cid) is not None:
                 raise Conflict("a conversation with this id exists", field="cid")
-            s.add(Conversation(id=st.cid, title=st.title, created_by=checked.actor_id, created_at_ms=t,
-                               epoch=st.ep, head=st.hash))
+            s.add(
+                Conversation(
+                    id=st.cid, title=st.title, created_by=checked.actor_id, created_at_ms=t, epoch=st.ep, head=st.hash
+                )
+            )
             s.flush()
         else:
             conv = s.execute(select(Conversation.epoch, Conversation.head).where(Conversation.id == st.cid)).first()
             if conv is None or conv.epoch != st.ep - 1 or conv.head != st.prev:
-                raise MembershipConflict(f"epoch {st.ep} was taken meanwhile", epoch=conv and conv.epoch,
-                                         head=conv and conv.head)
-            s.execute(update(Conversation).where(Conversation.id == st.cid).values(
-                epoch=st.ep, head=st.hash, title=st.title))
-        s.add(MembershipStatement(conversation_id=st.cid, epoch=st.ep, hash=st.hash, statement=st.signed,
-                                  actor_id=checked.actor_id, members=json.dumps(list(st.usernames)),
-                                  created_at_ms=t))
+                raise MembershipConflict(
+                    f"epoch {st.ep} was taken meanwhile", epoch=conv and conv.epoch, head=conv and conv.head
+                )
+            s.execute(
+                update(Conversation).where(Conversation.id == st.cid).values(epoch=st.ep, head=st.hash, title=st.title)
+            )
+        s.add(
+            MembershipStatement(
+                conversation_id=st.cid,
+                epoch=st.ep,
+                hash=st.hash,
+                statement=st.signed,
+                actor_id=checked.actor_id,
+                members=json.dumps(list(st.usernames)),
+                created_at_ms=t,
+            )
+        )
         before = {m.user_id: m for m in s.execute(select(Member).where(Member.conversation_id == st.cid)).scalars()}
         after = {checked.user_ids[m.username]: m for m in st.members}
         gone = sorted(set(before) - set(after))
@@ -215,8 +248,11 @@ def append(checked: Checked) -> Callable[[Session], tuple[list[int], list[int]]]
         for uid, m in after.items():
             row = before.get(uid)
             if row is None:
-                s.add(Member(conversation_id=st.cid, user_id=uid, joined_at_ms=t, wrap_kid=m.wrap_kid,
-                             sign_kid=m.sign_kid))
+                s.add(
+                    Member(
+                        conversation_id=st.cid, user_id=uid, joined_at_ms=t, wrap_kid=m.wrap_kid, sign_kid=m.sign_kid
+                    )
+                )
             else:
                 row.wrap_kid, row.sign_kid = m.wrap_kid, m.sign_kid
         return sorted(before), sorted(after)
@@ -238,15 +274,23 @@ async def log_for(session: AsyncSession, cid: str, username: str, after: int = -
         raise NotFound("no such conversation", field="conversation")
     if conv.epoch is None:
         raise LegacyConversation("this conversation predates signed membership: it has no log", field="conversation")
-    rows = (await session.execute(
-        select(MembershipStatement.epoch, MembershipStatement.statement, MembershipStatement.members,
-               MembershipStatement.hash)
-        .where(MembershipStatement.conversation_id == cid).order_by(MembershipStatement.epoch))).all()
+    rows = (
+        await session.execute(
+            select(
+                MembershipStatement.epoch,
+                MembershipStatement.statement,
+                MembershipStatement.members,
+                MembershipStatement.hash,
+            )
+            .where(MembershipStatement.conversation_id == cid)
+            .order_by(MembershipStatement.epoch)
+        )
+    ).all()
     member_at = [username in json.loads(r.members) for r in rows]
     if not any(member_at):
         raise Forbidden("not a member of this conversation", field="conversation")
     last = len(rows) - 1
     if not member_at[-1]:  # a former member: up to (and with) the statement that removed them
         last = max(i for i, m in enumerate(member_at) if m) + 1
-    served = rows[:last + 1]
+    served = rows[: last + 1]
     return [r.statement for r in served if r.epoch > after], served[-1].epoch, served[-1].hash

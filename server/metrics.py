@@ -36,19 +36,44 @@ async def metrics(request: Request) -> Response:
     m = st.relay.metrics
     g = st.relay.guard
     broker = st.relay.broker
-    return json_response({
-        "level": st.settings.level, "stored": m.stored, "checks_s": m.checks_s, "commit_s": m.commit_s,
-        "fanout_s": m.fanout_s, "writer_batches": st.writer.batches, "writer_ops": st.writer.ops,
-        "wal_checkpoints": st.writer.checkpoints, "writer_busy_waits": st.writer.busy_waits,
-        "connections": len(st.relay.hub.all()), "unauthenticated_ws": st.relay.preauth.count,
-        "process_cpu_s": time.process_time(),
-        "jwt_verifications": st.tokens.verifications, "jwt_cache_hits": st.tokens.cache_hits,
-        "password_hashes_pending": st.passwords.pending, "password_hashes_refused": st.passwords.refused,
-        "sessions": {"logins": g.logins, "refreshes": g.refreshes, "ended": g.ended_count,
-                     "reuse_detected": g.reuse_detected, "cache_queries": g.queries},
-        "retention": {"deleted": st.retention.deleted, "sweeps": st.retention.sweeps,
-                      "last_sweep_s": st.retention.last_sweep_s, "sessions_deleted": st.retention.sessions_deleted},
-        "broker": None if broker is None else {
-            "up": broker.up, "published": broker.published, "received": broker.received,
-            "rejected": broker.rejected},
-    })
+    return json_response(
+        {
+            "level": st.settings.level,
+            "stored": m.stored,
+            "checks_s": m.checks_s,
+            "commit_s": m.commit_s,
+            "fanout_s": m.fanout_s,
+            "writer_batches": st.writer.batches,
+            "writer_ops": st.writer.ops,
+            "wal_checkpoints": st.writer.checkpoints,
+            "writer_busy_waits": st.writer.busy_waits,
+            "connections": len(st.relay.hub.all()),
+            "unauthenticated_ws": st.relay.preauth.count,
+            "process_cpu_s": time.process_time(),
+            "jwt_verifications": st.tokens.verifications,
+            "jwt_cache_hits": st.tokens.cache_hits,
+            "password_hashes_pending": st.passwords.pending,
+            "password_hashes_refused": st.passwords.refused,
+            "sessions": {
+                "logins": g.logins,
+                "refreshes": g.refreshes,
+                "ended": g.ended_count,
+                "reuse_detected": g.reuse_detected,
+                "cache_queries": g.queries,
+            },
+            "retention": {
+                "deleted": st.retention.deleted,
+                "sweeps": st.retention.sweeps,
+                "last_sweep_s": st.retention.last_sweep_s,
+                "sessions_deleted": st.retention.sessions_deleted,
+            },
+            "broker": None
+            if broker is None
+            else {
+                "up": broker.up,
+                "published": broker.published,
+                "received": broker.received,
+                "rejected": broker.rejected,
+            },
+        }
+    )

@@ -90,8 +90,10 @@ def check(database_url: str, *, before_upgrade: bool = False) -> None:
         if not known:
             raise SchemaMismatch(
                 f"this relay is older than its database (the database is at revision {rev}, unknown here; this "
-                f"relay's newest is {heads[0]}): run a newer relay")
+                f"relay's newest is {heads[0]}): run a newer relay"
+            )
     if not before_upgrade and set(current) != set(heads):
         at = ", ".join(current) or "none (an empty database)"
-        raise SchemaMismatch(f"the database schema is at revision {at}, this relay needs {heads[0]}: "
-                             "run e2ee-relay migrate")
+        raise SchemaMismatch(
+            f"the database schema is at revision {at}, this relay needs {heads[0]}: run e2ee-relay migrate"
+        )

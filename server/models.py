@@ -99,9 +99,7 @@ class Member(Base):
     the log binds for them (None only in legacy conversations)."""
 
     __tablename__ = "members"
-    conversation_id: Mapped[str] = mapped_column(
-        ForeignKey("conversations.id", ondelete="CASCADE"), primary_key=True
-    )
+    conversation_id: Mapped[str] = mapped_column(ForeignKey("conversations.id", ondelete="CASCADE"), primary_key=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), primary_key=True)
     joined_at_ms: Mapped[int] = mapped_column(BigInteger)
     wrap_kid: Mapped[str | None] = mapped_column(String(43), nullable=True)
@@ -115,9 +113,7 @@ class MembershipStatement(Base):
     log up to their removal."""
 
     __tablename__ = "membership_log"
-    conversation_id: Mapped[str] = mapped_column(
-        ForeignKey("conversations.id", ondelete="CASCADE"), primary_key=True
-    )
+    conversation_id: Mapped[str] = mapped_column(ForeignKey("conversations.id", ondelete="CASCADE"), primary_key=True)
     epoch: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     hash: Mapped[str] = mapped_column(String(43), unique=True)
     statement: Mapped[str] = mapped_column(Text)

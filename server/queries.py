@@ -46,19 +46,27 @@ async def conversations_of(session: AsyncSession, user_id: int) -> list[dict[str
     """Conversations ``user_id`` belongs to: ``[{"id", "title", "members": [usernames], "epoch",
     "head"}]`` (the head of each membership log; None for a legacy conversation)."""
     convs = (
-        await session.execute(
-            select(Conversation)
-            .join(Member, Member.conversation_id == Conversation.id)
-            .where(Member.user_id == user_id)
-            .order_by(Conversation.created_at_ms)
+        (
+            await session.execute(
+                select(Conversation)
+                .join(Member, Member.conversation_id == Conversation.id)
+                .where(Member.user_id == user_id)
+                .order_by(Conversation.created_at_ms)
+            )
         )
-    ).scalars().all()
+        .scalars()
+        .all()
+    )
     out = []
     for c in convs:
-        names = (await session.execute(select(User.username).join(Member, Member.user_id == User.id)
-                                       .where(Member.conversation_id == c.id))).scalars()
-        out.append({"id": c.id, "title": c.title, "members": sorted(names, key=str.encode), "epoch": c.epoch,
-                    "head": c.head})
+        names = (
+            await session.execute(
+                select(User.username).join(Member, Member.user_id == User.id).where(Member.conversation_id == c.id)
+            )
+        ).scalars()
+        out.append(
+            {"id": c.id, "title": c.title, "members": sorted(names, key=str.encode), "epoch": c.epoch, "head": c.head}
+        )
     return out
 
 
@@ -85,18 +93,21 @@ async def sync_page(session: AsyncSession, user_id: int, after: int, limit: int)
 
 async def last_seq_for(session: AsyncSession, user_id: int) -> int:
     """The highest ``seq`` stored for ``user_id`` (0 if none)."""
-    return (await session.execute(select(func.max(Delivery.seq)).where(Delivery.user_id == user_id))
-            ).scalar_one_or_none() or 0
+    return (
+        await session.execute(select(func.max(Delivery.seq)).where(Delivery.user_id == user_id))
+    ).scalar_one_or_none() or 0
 
 
 async def seq_of(session: AsyncSession, sender_id: int, mid: str) -> int | None:
     """The ``seq`` of the message ``mid`` from ``sender_id``, if it is stored."""
-    return (await session.execute(
-        select(Message.seq).where(Message.sender_id == sender_id, Message.mid == mid))).scalar_one_or_none()
+    return (
+        await session.execute(select(Message.seq).where(Message.sender_id == sender_id, Message.mid == mid))
+    ).scalar_one_or_none()
 
 
-async def deliveries_by_seq(session: AsyncSession, user_ids: list[int],
-                            seqs: list[int]) -> list[tuple[int, StoredMessage]]:
+async def deliveries_by_seq(
+    session: AsyncSession, user_ids: list[int], seqs: list[int]
+) -> list[tuple[int, StoredMessage]]:
     """``(user_id, message)`` for each of ``seqs`` stored *for* one of ``user_ids`` (joined with
     the deliveries table: a message is never handed to a user it was not stored for), in ``seq``
     order."""

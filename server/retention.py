@@ -41,23 +41,29 @@ DAY_MS = 86_400_000
 SWEEP_LOCK = 7265502  # PostgreSQL advisory lock: one relay sweeps at a time
 
 
-def delete_batch(keep_before_ms: int, max_before_ms: int | None, limit: int,
-                 after: int = 0) -> Callable[[Session], list[int] | None]:
+def delete_batch(
+    keep_before_ms: int, max_before_ms: int | None, limit: int, after: int = 0
+) -> Callable[[Session], list[int] | None]:
     """A write op deleting up to ``limit`` envelopes with ``seq > after`` that may go: every
     delivery acknowledged and stored at or before ``keep_before_ms``, or stored at or before
     ``max_before_ms`` (None: no maximum age). Returns their seqs in order, or None when another
     relay holds the sweep lock (PostgreSQL)."""
 
     def op(s: Session) -> list[int] | None:
-        if s.get_bind().dialect.name == "postgresql" and not s.execute(
-                text("SELECT pg_try_advisory_xact_lock(:k)"), {"k": SWEEP_LOCK}).scalar():
+        if (
+            s.get_bind().dialect.name == "postgresql"
+            and not s.execute(text("SELECT pg_try_advisory_xact_lock(:k)"), {"k": SWEEP_LOCK}).scalar()
+        ):
             return None
         unacked = exists().where(Delivery.seq == Message.seq, Delivery.acked_at_ms.is_(None))
         may_go = and_(Message.created_at_ms <= keep_before_ms, ~unacked)
         if max_before_ms is not None:
             may_go = or_(may_go, Message.created_at_ms <= max_before_ms)
-        seqs = list(s.execute(select(Message.seq).where(Message.seq > after, may_go)
-                              .order_by(Message.seq).limit(limit)).scalars())
+        seqs = list(
+            s.execute(
+                select(Message.seq).where(Message.seq > after, may_go).order_by(Message.seq).limit(limit)
+            ).scalars()
+        )
         if seqs:
             s.execute(delete(Delivery).where(Delivery.seq.in_(seqs)))
             s.execute(delete(Message).where(Message.seq.in_(seqs)))
@@ -71,9 +77,18 @@ def delete_ended_sessions(before_ms: int, idle_ms: int) -> Callable[[Session], i
 
     def op(s: Session) -> int:
         # a DELETE's result is a CursorResult (Session.execute is typed for SELECTs)
-        done = cast("CursorResult[Any]", s.execute(delete(LoginSession).where(or_(
-            LoginSession.ended_at_ms < before_ms, LoginSession.expires_at_ms < before_ms,
-            LoginSession.last_used_at_ms < before_ms - idle_ms))))
+        done = cast(
+            "CursorResult[Any]",
+            s.execute(
+                delete(LoginSession).where(
+                    or_(
+                        LoginSession.ended_at_ms < before_ms,
+                        LoginSession.expires_at_ms < before_ms,
+                        LoginSession.last_used_at_ms < before_ms - idle_ms,
+                    )
+                )
+            ),
+        )
         return done.rowcount or 0
 
     return op
@@ -112,8 +127,9 @@ class Retention:
         max_before = now - int(s.retention_max_days * DAY_MS) if s.retention_max_days else None
         total, after = 0, 0
         while True:
-            seqs = await self.writer.run(delete_batch(keep_before, max_before, s.retention_batch, after),
-                                         background=True)
+            seqs = await self.writer.run(
+                delete_batch(keep_before, max_before, s.retention_batch, after), background=True
+            )
             if seqs is None:  # another relay is sweeping
                 break
             total += len(seqs)
@@ -121,7 +137,8 @@ class Retention:
                 break
             after = seqs[-1]
         self.sessions_deleted += await self.writer.run(
-            delete_ended_sessions(now - DAY_MS, int(s.session_idle_days * DAY_MS)), background=True)
+            delete_ended_sessions(now - DAY_MS, int(s.session_idle_days * DAY_MS)), background=True
+        )
         self.deleted += total
         self.sweeps += 1
         self.last_sweep_s = time.perf_counter() - started

@@ -88,8 +88,9 @@ class SendPath:
         self.ordered = not settings.db_url.startswith("sqlite")  # shared database: pulled delivery
         self._pulls: set[asyncio.Task[None]] = set()
 
-    async def accept(self, user: str, user_id: int, conversation: str, raw: bytes,
-                     exclude: Connection | None = None) -> frames.Stored:
+    async def accept(
+        self, user: str, user_id: int, conversation: str, raw: bytes, exclude: Connection | None = None
+    ) -> frames.Stored:
         """Validate an envelope from ``user``, store it, and fan it out to online members.
 
         Checks, before anything is stored: size and shape (``envelope.check``), the frame's
@@ -129,8 +130,15 @@ class SendPath:
             raise refusal
         return await self._commit(user, user_id, h.cid, h.mid, raw, head.members, exclude, t0)
 
-    async def accept_plain(self, user: str, user_id: int, conversation: str, m: plain.PlainEnvelope,
-                           exclude: Connection | None = None, started: float | None = None) -> frames.Stored:
+    async def accept_plain(
+        self,
+        user: str,
+        user_id: int,
+        conversation: str,
+        m: plain.PlainEnvelope,
+        exclude: Connection | None = None,
+        started: float | None = None,
+    ) -> frames.Stored:
         """Levels 1-3: store a readable message after the same sender and membership checks as
         level 4, and fan it out (at level 3 re-encrypted under each recipient's session key).
 
@@ -164,8 +172,17 @@ class SendPath:
         ttl_s = float("inf") if alone else self.settings.member_cache_s
         return await self.heads.member_head(conversation, user_id, ttl_s)
 
-    async def _commit(self, user: str, user_id: int, cid: str, mid: str, raw: bytes,
-                      members: list[membership.MemberKey], exclude: Connection | None, t0: float) -> frames.Stored:
+    async def _commit(
+        self,
+        user: str,
+        user_id: int,
+        cid: str,
+        mid: str,
+        raw: bytes,
+        members: list[membership.MemberKey],
+        exclude: Connection | None,
+        t0: float,
+    ) -> frames.Stored:
         """Store through the writer, then fan out to online members here and, through the
         broker, on other relays."""
         t1 = time.perf_counter()
@@ -181,8 +198,15 @@ class SendPath:
                 n = self.hub.deliver(user_ids, self.levels.frame_for(result.seq, cid, user, raw), exclude=exclude)
             if self.broker is not None:
                 self.broker.publish_message(result.seq, user_ids)
-            log.debug("stored seq=%d conv=%s from=%s bytes=%d recipients=%d online=%d",
-                     result.seq, cid, user, len(raw), len(members), n)
+            log.debug(
+                "stored seq=%d conv=%s from=%s bytes=%d recipients=%d online=%d",
+                result.seq,
+                cid,
+                user,
+                len(raw),
+                len(members),
+                n,
+            )
         self.metrics.record(t1 - t0, t2 - t1, time.perf_counter() - t2)
         return frames.Stored(mid, result.seq, cid, result.duplicate)
 
@@ -197,8 +221,10 @@ class SendPath:
             return 0
         async with self.sessions() as session:
             rows = await queries.deliveries_by_seq(session, local, seqs)
-        return sum(self.hub.deliver([uid], self.levels.frame_for(m.seq, m.conversation_id, m.sender, m.envelope))
-                   for uid, m in rows)
+        return sum(
+            self.hub.deliver([uid], self.levels.frame_for(m.seq, m.conversation_id, m.sender, m.envelope))
+            for uid, m in rows
+        )
 
     async def resync_since(self, since_ms: int) -> int:
         """After a broker outage: send every connected user what was stored for them since

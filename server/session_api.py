@@ -55,9 +55,14 @@ def _tokens(st: State, s: Outcome, secret: str) -> dict[str, object]:
     token, exp = st.tokens.issue(s.username, s.sid, not_after=s.expires_at_ms // 1000)
     now_ms = time.time() * 1000
     refresh_end_ms = min(s.expires_at_ms, s.last_used_at_ms + st.settings.session_idle_days * DAY_MS)
-    return {"token": token, "expires_in": max(0, exp - int(now_ms / 1000)), "refresh": f"{s.sid}.{secret}",
-            "refresh_expires_in": max(0, int((refresh_end_ms - now_ms) / 1000)), "session": s.sid,
-            "username": s.username}
+    return {
+        "token": token,
+        "expires_in": max(0, exp - int(now_ms / 1000)),
+        "refresh": f"{s.sid}.{secret}",
+        "refresh_expires_in": max(0, int((refresh_end_ms - now_ms) / 1000)),
+        "session": s.sid,
+        "username": s.username,
+    }
 
 
 async def _verify_password(st: State, request: Request, username: str | None, password: str) -> User:
@@ -97,8 +102,9 @@ async def login(request: Request) -> Response:
     user = await _verify_password(st, request, username, body.password)
     secret, digest = session_store.new_secret()
     lifetime_ms = int(st.settings.session_lifetime_days * DAY_MS)
-    sid, expires_at, evicted = await st.writer.run(session_store.create(
-        user.id, digest, _user_agent(request), lifetime_ms, st.settings.max_sessions_per_user))
+    sid, expires_at, evicted = await st.writer.run(
+        session_store.create(user.id, digest, _user_agent(request), lifetime_ms, st.settings.max_sessions_per_user)
+    )
     if evicted:
         st.relay.end_sessions(evicted, "too_many_sessions")
     now = int(time.time() * 1000)
@@ -173,10 +179,21 @@ async def list_sessions(request: Request) -> Response:
     user_id = (await st.relay.guard.check(claims)).user_id
     async with st.sessions() as db:
         rows = await session_store.list_live(db, user_id, st.relay.guard.idle_ms)
-    return json_response({"sessions": [
-        {"id": r.id, "created_at_ms": r.created_at_ms, "last_used_at_ms": r.last_used_at_ms,
-         "expires_at_ms": r.expires_at_ms, "user_agent": r.user_agent, "current": r.id == claims.sid}
-        for r in rows]})
+    return json_response(
+        {
+            "sessions": [
+                {
+                    "id": r.id,
+                    "created_at_ms": r.created_at_ms,
+                    "last_used_at_ms": r.last_used_at_ms,
+                    "expires_at_ms": r.expires_at_ms,
+                    "user_agent": r.user_agent,
+                    "current": r.id == claims.sid,
+                }
+                for r in rows
+            ]
+        }
+    )
 
 
 async def change_password(request: Request) -> Response:

@@ -82,24 +82,45 @@ def _state(row: LoginSession | None, now: int, idle_ms: int) -> str | None:
     return None
 
 
-def create(user_id: int, refresh_hash: bytes, user_agent: str, lifetime_ms: int,
-           max_per_user: int) -> Callable[[Session], tuple[str, int, list[str]]]:
+def create(
+    user_id: int, refresh_hash: bytes, user_agent: str, lifetime_ms: int, max_per_user: int
+) -> Callable[[Session], tuple[str, int, list[str]]]:
     """A write op opening a session; returns ``(session id, expires_at_ms, ended)`` where
     ``ended`` lists the least recently used sessions it ended to stay within ``max_per_user``."""
 
     def op(s: Session) -> tuple[str, int, list[str]]:
         now = now_ms()
         sid = b64u_encode(secrets.token_bytes(16))
-        live = s.execute(
-            select(LoginSession.id).where(LoginSession.user_id == user_id, LoginSession.ended_at_ms.is_(None))
-            .order_by(LoginSession.last_used_at_ms.desc())).scalars().all()
-        evicted = list(live[max_per_user - 1:])
+        live = (
+            s.execute(
+                select(LoginSession.id)
+                .where(LoginSession.user_id == user_id, LoginSession.ended_at_ms.is_(None))
+                .order_by(LoginSession.last_used_at_ms.desc())
+            )
+            .scalars()
+            .all()
+        )
+        evicted = list(live[max_per_user - 1 :])
         if evicted:
-            s.execute(update(LoginSession).where(LoginSession.id.in_(evicted))
-                      .values(ended_at_ms=now, ended_reason="too_many_sessions"))
-        s.add(LoginSession(id=sid, user_id=user_id, refresh_hash=refresh_hash, generation=0, created_at_ms=now,
-                           last_used_at_ms=now, expires_at_ms=now + lifetime_ms, user_agent=user_agent,
-                           ended_at_ms=None, ended_reason=None))
+            s.execute(
+                update(LoginSession)
+                .where(LoginSession.id.in_(evicted))
+                .values(ended_at_ms=now, ended_reason="too_many_sessions")
+            )
+        s.add(
+            LoginSession(
+                id=sid,
+                user_id=user_id,
+                refresh_hash=refresh_hash,
+                generation=0,
+                created_at_ms=now,
+                last_used_at_ms=now,
+                expires_at_ms=now + lifetime_ms,
+                user_agent=user_agent,
+                ended_at_ms=None,
+                ended_reason=None,
+            )
+        )
         return sid, now + lifetime_ms, evicted
 
     return op
@@ -126,8 +147,9 @@ def rotate(sid: str, presented: bytes, new_hash: bytes, idle_ms: int) -> Callabl
     return op
 
 
-def end(user_id: int, reason: str, sids: list[str] | None = None,
-        keep: str | None = None) -> Callable[[Session], list[str]]:
+def end(
+    user_id: int, reason: str, sids: list[str] | None = None, keep: str | None = None
+) -> Callable[[Session], list[str]]:
     """A write op ending ``user_id``'s live sessions: those in ``sids`` (all if None), except
     ``keep``. Returns the ids it ended."""
 
@@ -139,8 +161,9 @@ def end(user_id: int, reason: str, sids: list[str] | None = None,
             q = q.where(LoginSession.id != keep)
         ended = list(s.execute(q).scalars())
         if ended:
-            s.execute(update(LoginSession).where(LoginSession.id.in_(ended))
-                      .values(ended_at_ms=now_ms(), ended_reason=reason))
+            s.execute(
+                update(LoginSession).where(LoginSession.id.in_(ended)).values(ended_at_ms=now_ms(), ended_reason=reason)
+            )
         return ended
 
     return op
@@ -148,9 +171,13 @@ def end(user_id: int, reason: str, sids: list[str] | None = None,
 
 async def load(session: AsyncSession, sid: str, idle_ms: int) -> Outcome:
     """The session's state now (for the access-token check)."""
-    row = (await session.execute(
-        select(LoginSession, User.username).join(User, User.id == LoginSession.user_id)
-        .where(LoginSession.id == sid))).one_or_none()
+    row = (
+        await session.execute(
+            select(LoginSession, User.username)
+            .join(User, User.id == LoginSession.user_id)
+            .where(LoginSession.id == sid)
+        )
+    ).one_or_none()
     if row is None:
         return Outcome(sid, ended="unknown")
     ls, username = row
@@ -159,9 +186,17 @@ async def load(session: AsyncSession, sid: str, idle_ms: int) -> Outcome:
 
 async def list_live(session: AsyncSession, user_id: int, idle_ms: int) -> list[LoginSession]:
     """``user_id``'s sessions that are still live, most recently used first."""
-    rows = (await session.execute(
-        select(LoginSession).where(LoginSession.user_id == user_id, LoginSession.ended_at_ms.is_(None))
-        .order_by(LoginSession.last_used_at_ms.desc()))).scalars().all()
+    rows = (
+        (
+            await session.execute(
+                select(LoginSession)
+                .where(LoginSession.user_id == user_id, LoginSession.ended_at_ms.is_(None))
+                .order_by(LoginSession.last_used_at_ms.desc())
+            )
+        )
+        .scalars()
+        .all()
+    )
     now = now_ms()
     return [r for r in rows if _state(r, now, idle_ms) is None]
 

@@ -31,10 +31,14 @@ from .session_store import Outcome
 
 CACHE_MAX = 100_000
 REASONS = {
-    "unknown": "this session does not exist", "expired": "the session reached its lifetime",
-    "idle": "the session was idle too long", "refresh_reused": "its refresh credential was used twice",
-    "logged_out": "logged out", "logged_out_everywhere": "logged out everywhere",
-    "password_changed": "the password was changed", "revoked": "the session was revoked",
+    "unknown": "this session does not exist",
+    "expired": "the session reached its lifetime",
+    "idle": "the session was idle too long",
+    "refresh_reused": "its refresh credential was used twice",
+    "logged_out": "logged out",
+    "logged_out_everywhere": "logged out everywhere",
+    "password_changed": "the password was changed",
+    "revoked": "the session was revoked",
     "too_many_sessions": "too many newer sessions",
 }
 

@@ -33,8 +33,10 @@ def hostile_tooling() -> ModuleType:
     except ModuleNotFoundError as exc:
         if exc.name not in TOOLING_MODULES:
             raise
-        raise ValueError("--hostile needs the demonstration tooling (bench/tools/hostile.py), which is not "
-                         "installed here: install e2ee-chat[demo]") from exc
+        raise ValueError(
+            "--hostile needs the demonstration tooling (bench/tools/hostile.py), which is not "
+            "installed here: install e2ee-chat[demo]"
+        ) from exc
 
 
 def _default_data_dir() -> str:
@@ -50,8 +52,9 @@ class Settings:
 
     host: str = field(default="127.0.0.1", metadata={"help": "address to listen on"})
     port: int = field(default=8765, metadata={"help": "TCP port"})
-    data_dir: str = field(default_factory=_default_data_dir,
-                          metadata={"help": "folder for db, secret, log; default the user data folder"})
+    data_dir: str = field(
+        default_factory=_default_data_dir, metadata={"help": "folder for db, secret, log; default the user data folder"}
+    )
     database_url: str = field(
         default="", metadata={"help": "SQLAlchemy async URL; default sqlite+aiosqlite in data_dir"}
     )
@@ -62,30 +65,47 @@ class Settings:
         default=False, metadata={"help": "confirm a demonstration setting: a level below 4, or --hostile"}
     )
     hostile: str = field(
-        default="", metadata={"help": "tests and demonstrations only: attack this relay's own clients in MODE "
-                                      "(MODE[:ARG], see bench/tools/hostile.py); needs --demo-level"}
+        default="",
+        metadata={
+            "help": "tests and demonstrations only: attack this relay's own clients in MODE "
+            "(MODE[:ARG], see bench/tools/hostile.py); needs --demo-level"
+        },
     )
     migrate_on_start: bool = field(default=True, metadata={"help": "run Alembic upgrade at start"})
     jwt_secret: str = field(
-        default="", metadata={"help": "HS256 secret as >= 64 hex digits (relays behind one load balancer "
-                                      "share it); default: generated into data_dir/jwt.secret"}
+        default="",
+        metadata={
+            "help": "HS256 secret as >= 64 hex digits (relays behind one load balancer "
+            "share it); default: generated into data_dir/jwt.secret"
+        },
     )
     operator_token: str = field(
-        default="", metadata={"help": "bearer token operators present to GET /v1/metrics (>= 32 characters); "
-                                      "default: generated into data_dir/operator.token"})
+        default="",
+        metadata={
+            "help": "bearer token operators present to GET /v1/metrics (>= 32 characters); "
+            "default: generated into data_dir/operator.token"
+        },
+    )
     jwt_algorithm: str = field(default="HS256", metadata={"help": "HS256 or EdDSA (Ed25519 key in data_dir)"})
     jwt_issuer: str = field(default="e2ee-chat-relay", metadata={"help": "JWT iss"})
     jwt_audience: str = field(default="e2ee-chat", metadata={"help": "JWT aud"})
     token_ttl_s: int = field(default=900, metadata={"help": "access token (JWT) lifetime in seconds (max 900)"})
     session_lifetime_days: float = field(
-        default=30.0, metadata={"help": "absolute lifetime of a login session: no refresh outlives it, days"})
+        default=30.0, metadata={"help": "absolute lifetime of a login session: no refresh outlives it, days"}
+    )
     session_idle_days: float = field(
-        default=14.0, metadata={"help": "a session not refreshed for this long ends, days"})
+        default=14.0, metadata={"help": "a session not refreshed for this long ends, days"}
+    )
     session_cache_s: float = field(
-        default=30.0, metadata={"help": "how long a relay trusts its cached session state (never longer than half "
-                                        "the token lifetime); revocations on another relay also arrive by broker"})
+        default=30.0,
+        metadata={
+            "help": "how long a relay trusts its cached session state (never longer than half "
+            "the token lifetime); revocations on another relay also arrive by broker"
+        },
+    )
     max_sessions_per_user: int = field(
-        default=50, metadata={"help": "login sessions per user; a new login past it ends the least recently used"})
+        default=50, metadata={"help": "login sessions per user; a new login past it ends the least recently used"}
+    )
     jwt_leeway_s: int = field(default=2, metadata={"help": "clock leeway for exp/nbf, seconds (max 5)"})
     max_envelope_bytes: int = field(
         default=DEFAULT_MAX_ENVELOPE_BYTES, metadata={"help": "largest envelope accepted, bytes"}
@@ -109,45 +129,73 @@ class Settings:
     rate_registrations_per_min: float = field(default=10.0, metadata={"help": "registrations per IP per minute"})
     rate_key_fetches_per_min: float = field(default=600.0, metadata={"help": "key fetches per user per minute"})
     rate_conversations_per_min: float = field(
-        default=10.0, metadata={"help": "conversations a user may create per minute (0: off)"})
+        default=10.0, metadata={"help": "conversations a user may create per minute (0: off)"}
+    )
     rate_member_changes_per_min: float = field(
-        default=30.0, metadata={"help": "member changes a user may make per minute (0: off)"})
+        default=30.0, metadata={"help": "member changes a user may make per minute (0: off)"}
+    )
     lockout_failures: int = field(
-        default=5, metadata={"help": "wrong passwords for one username from one address before that pair "
-                                     "waits (one more try every lockout_window_s / lockout_failures s)"})
+        default=5,
+        metadata={
+            "help": "wrong passwords for one username from one address before that pair "
+            "waits (one more try every lockout_window_s / lockout_failures s)"
+        },
+    )
     lockout_window_s: float = field(default=900.0, metadata={"help": "the lockout window, seconds"})
     lockout_user_failures: int = field(
-        default=100, metadata={"help": "wrong passwords for one username from all addresses it never logged "
-                                       "in from, per window; past it only its known addresses may try"})
+        default=100,
+        metadata={
+            "help": "wrong passwords for one username from all addresses it never logged "
+            "in from, per window; past it only its known addresses may try"
+        },
+    )
     trusted_proxies: str = field(
-        default="", metadata={"help": "comma-separated addresses or networks (CIDR) of reverse proxies whose "
-                                      "X-Forwarded-For names the client; default none: the peer address counts"})
+        default="",
+        metadata={
+            "help": "comma-separated addresses or networks (CIDR) of reverse proxies whose "
+            "X-Forwarded-For names the client; default none: the peer address counts"
+        },
+    )
     max_json_body_bytes: int = field(
-        default=64 * 1024, metadata={"help": "largest JSON request body, bytes (checked before it is read)"})
-    max_preauth_ws: int = field(
-        default=256, metadata={"help": "websockets not yet authenticated, in total"})
+        default=64 * 1024, metadata={"help": "largest JSON request body, bytes (checked before it is read)"}
+    )
+    max_preauth_ws: int = field(default=256, metadata={"help": "websockets not yet authenticated, in total"})
     max_preauth_ws_per_ip: int = field(
-        default=8, metadata={"help": "websockets not yet authenticated, per client address"})
+        default=8, metadata={"help": "websockets not yet authenticated, per client address"}
+    )
     max_password_hashes: int = field(
-        default=2, metadata={"help": "argon2id computations at once (each takes argon2_memory_kib)"})
+        default=2, metadata={"help": "argon2id computations at once (each takes argon2_memory_kib)"}
+    )
     max_password_queue: int = field(
-        default=64, metadata={"help": "logins and registrations waiting for a hash slot; past it: 503 busy"})
+        default=64, metadata={"help": "logins and registrations waiting for a hash slot; past it: 503 busy"}
+    )
     argon2_time_cost: int = field(default=3, metadata={"help": "argon2id passes"})
     argon2_memory_kib: int = field(default=65536, metadata={"help": "argon2id memory, KiB"})
     argon2_parallelism: int = field(default=4, metadata={"help": "argon2id lanes"})
     sqlite_synchronous: str = field(
         default="NORMAL",
-        metadata={"help": "SQLite synchronous pragma. NORMAL (WAL): an acked message survives a relay crash or "
-                          "kill; FULL also survives an OS crash or power loss, at one fsync per group commit"},
+        metadata={
+            "help": "SQLite synchronous pragma. NORMAL (WAL): an acked message survives a relay crash or "
+            "kill; FULL also survives an OS crash or power loss, at one fsync per group commit"
+        },
     )
     retention_keep_days: float = field(
-        default=0.0, metadata={"help": "keep envelopes every recipient acknowledged this many days after they were "
-                                       "stored (0: delete them at the next sweep)"})
+        default=0.0,
+        metadata={
+            "help": "keep envelopes every recipient acknowledged this many days after they were "
+            "stored (0: delete them at the next sweep)"
+        },
+    )
     retention_max_days: float = field(
-        default=30.0, metadata={"help": "delete envelopes this many days after they were stored even if a recipient "
-                                        "never acknowledged them (0: never)"})
+        default=30.0,
+        metadata={
+            "help": "delete envelopes this many days after they were stored even if a recipient "
+            "never acknowledged them (0: never)"
+        },
+    )
     retention_interval_s: float = field(
-        default=60.0, metadata={"help": "seconds between retention sweeps (0: no sweeps)"})
+        default=60.0, metadata={"help": "seconds between retention sweeps (0: no sweeps)"}
+    )
     retention_batch: int = field(default=500, metadata={"help": "envelopes deleted per transaction"})
     ssl_certfile: str = field(default="", metadata={"help": "TLS certificate (PEM); serves https/wss"})
     ssl_keyfile: str = field(default="", metadata={"help": "TLS private key (PEM)"})
@@ -161,8 +209,10 @@ class Settings:
             raise ValueError("levels 1-3 are demonstrations: add --demo-level to confirm")
         if self.hostile:
             if not self.demo_level:
-                raise ValueError("--hostile makes the relay attack its own clients (tests and demonstrations "
-                                 "only): add --demo-level to confirm")
+                raise ValueError(
+                    "--hostile makes the relay attack its own clients (tests and demonstrations "
+                    "only): add --demo-level to confirm"
+                )
             hostile_tooling().check(self.hostile, self.db_url)
         if not 0 < self.token_ttl_s <= 900:
             raise ValueError("token_ttl_s must be in 1..900")
@@ -188,9 +238,17 @@ class Settings:
         if self.retention_max_days and self.retention_max_days < self.retention_keep_days:
             raise ValueError("retention_max_days must be 0 (never) or at least retention_keep_days")
         self.trusted_proxy_list()  # raises on a bad entry
-        for name in ("retention_batch", "max_sessions_per_user", "max_json_body_bytes", "max_preauth_ws",
-                     "max_preauth_ws_per_ip", "max_password_hashes", "max_password_queue", "lockout_failures",
-                     "lockout_user_failures"):
+        for name in (
+            "retention_batch",
+            "max_sessions_per_user",
+            "max_json_body_bytes",
+            "max_preauth_ws",
+            "max_preauth_ws_per_ip",
+            "max_password_hashes",
+            "max_password_queue",
+            "lockout_failures",
+            "lockout_user_failures",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1")
         if self.log_format not in ("plain", "json"):
@@ -251,8 +309,12 @@ class Settings:
         if self.jwt_algorithm == "HS256":
             data = self._private_file("jwt.secret", lambda: secrets.token_bytes(32).hex().encode())
         else:
-            data = self._private_file("jwt-ed25519.pem", lambda: ed25519.Ed25519PrivateKey.generate().private_bytes(
-                serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+            data = self._private_file(
+                "jwt-ed25519.pem",
+                lambda: ed25519.Ed25519PrivateKey.generate().private_bytes(
+                    serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+                ),
+            )
         if self.jwt_algorithm == "HS256":
             return bytes.fromhex(data.decode().strip())
         key = serialization.load_pem_private_key(data, password=None)
@@ -266,9 +328,12 @@ class Settings:
         from cryptography.hazmat.primitives import serialization
         from cryptography.hazmat.primitives.asymmetric import rsa
 
-        data = self._private_file("relay-l3-key.pem", lambda: rsa.generate_private_key(
-            public_exponent=65537, key_size=3072).private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+        data = self._private_file(
+            "relay-l3-key.pem",
+            lambda: rsa.generate_private_key(public_exponent=65537, key_size=3072).private_bytes(
+                serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+            ),
+        )
         key = serialization.load_pem_private_key(data, password=None)
         if not isinstance(key, rsa.RSAPrivateKey):
             raise ValueError("relay-l3-key.pem does not hold an RSA private key")

@@ -37,8 +37,12 @@ def now_ms() -> int:
 
 # -- writes (plain functions of a sync Session, run inside the Writer's transaction) -----------------
 def add_user(
-    username: str, password_hash: str,
-    wrap_kid: str, wrap_der: bytes, sign_kid: str, sign_der: bytes,
+    username: str,
+    password_hash: str,
+    wrap_kid: str,
+    wrap_der: bytes,
+    sign_kid: str,
+    sign_der: bytes,
 ) -> Callable[[Session], int]:
     """A write op creating a user with its first keys; returns the user id.
 
@@ -54,10 +58,17 @@ def add_user(
         user = User(username=username, password_hash=password_hash, created_at_ms=now_ms())
         s.add(user)
         s.flush()
-        s.add(UserKey(
-            user_id=user.id, wrap_kid=wrap_kid, wrap_key=wrap_der, sign_kid=sign_kid,
-            sign_key=sign_der, current=True, created_at_ms=now_ms(),
-        ))
+        s.add(
+            UserKey(
+                user_id=user.id,
+                wrap_kid=wrap_kid,
+                wrap_key=wrap_der,
+                sign_kid=sign_kid,
+                sign_key=sign_der,
+                current=True,
+                created_at_ms=now_ms(),
+            )
+        )
         return user.id
 
     return op
@@ -127,12 +138,27 @@ def insert_messages(s: Session, items: list[NewMessage]) -> list[StoreResult]:
         messages, deliveries = _MESSAGES, _DELIVERIES
         rows = conn.execute(
             insert(messages).returning(messages.c.seq, sort_by_parameter_order=True),
-            [{"conversation_id": m.conversation_id, "sender_id": m.sender_id, "mid": m.mid, "envelope": m.envelope,
-              "size": len(m.envelope), "created_at_ms": t} for m in fresh],
+            [
+                {
+                    "conversation_id": m.conversation_id,
+                    "sender_id": m.sender_id,
+                    "mid": m.mid,
+                    "envelope": m.envelope,
+                    "size": len(m.envelope),
+                    "created_at_ms": t,
+                }
+                for m in fresh
+            ],
         )
         seqs = [r[0] for r in rows]
-        conn.execute(insert(deliveries), [{"user_id": uid, "seq": seq, "acked_at_ms": t if uid == m.sender_id else None}
-                                           for m, seq in zip(fresh, seqs, strict=True) for uid in m.recipient_ids])
+        conn.execute(
+            insert(deliveries),
+            [
+                {"user_id": uid, "seq": seq, "acked_at_ms": t if uid == m.sender_id else None}
+                for m, seq in zip(fresh, seqs, strict=True)
+                for uid in m.recipient_ids
+            ],
+        )
         new = {(m.sender_id, m.mid): seq for m, seq in zip(fresh, seqs, strict=True)}
     else:
         new = {}
@@ -160,14 +186,21 @@ def _sqlite_sql(stmt: ClauseElement, order: tuple[str, ...]) -> str:
 _MESSAGE_COLUMNS = ("conversation_id", "sender_id", "mid", "envelope", "size", "created_at_ms")
 # The hot path's SQL, compiled from the models (one place owns the schema).
 _SQLITE_INSERT_MESSAGE = _sqlite_sql(
-    sqlite_dialect.insert(_MESSAGES).values({c: bindparam(c) for c in _MESSAGE_COLUMNS})
-    .on_conflict_do_nothing(index_elements=["sender_id", "mid"]), _MESSAGE_COLUMNS)
+    sqlite_dialect.insert(_MESSAGES)
+    .values({c: bindparam(c) for c in _MESSAGE_COLUMNS})
+    .on_conflict_do_nothing(index_elements=["sender_id", "mid"]),
+    _MESSAGE_COLUMNS,
+)
 _SQLITE_SEQ_OF = _sqlite_sql(
     select(Message.seq).where(Message.sender_id == bindparam("sender_id"), Message.mid == bindparam("mid")),
-    ("sender_id", "mid"))
+    ("sender_id", "mid"),
+)
 _SQLITE_INSERT_DELIVERY = _sqlite_sql(
-    insert(_DELIVERIES).values(user_id=bindparam("user_id"), seq=bindparam("seq"),
-                                      acked_at_ms=bindparam("acked_at_ms")), ("user_id", "seq", "acked_at_ms"))
+    insert(_DELIVERIES).values(
+        user_id=bindparam("user_id"), seq=bindparam("seq"), acked_at_ms=bindparam("acked_at_ms")
+    ),
+    ("user_id", "seq", "acked_at_ms"),
+)
 
 
 def _insert_messages_sqlite(db: sqlite3.Connection, items: list[NewMessage]) -> list[StoreResult]:
@@ -185,8 +218,7 @@ def _insert_messages_sqlite(db: sqlite3.Connection, items: list[NewMessage]) -> 
     cur = db.cursor()
     try:
         for m in items:
-            cur.execute(_SQLITE_INSERT_MESSAGE,
-                        (m.conversation_id, m.sender_id, m.mid, m.envelope, len(m.envelope), t))
+            cur.execute(_SQLITE_INSERT_MESSAGE, (m.conversation_id, m.sender_id, m.mid, m.envelope, len(m.envelope), t))
             if cur.rowcount == 1:
                 seq = cur.lastrowid
                 assert seq is not None  # one row was inserted
@@ -203,12 +235,19 @@ def _insert_messages_sqlite(db: sqlite3.Connection, items: list[NewMessage]) -> 
 
 def _chunks(seq: Sequence[T], n: int) -> Iterator[Sequence[T]]:
     for i in range(0, len(seq), n):
-        yield seq[i:i + n]
+        yield seq[i : i + n]
 
 
 def rotate_keys(
-    user_id: int, wrap_kid: str, wrap_der: bytes, sign_kid: str, sign_der: bytes, rotation_sig: bytes,
-    *, old_wrap_kid: str, counter: int,
+    user_id: int,
+    wrap_kid: str,
+    wrap_der: bytes,
+    sign_kid: str,
+    sign_der: bytes,
+    rotation_sig: bytes,
+    *,
+    old_wrap_kid: str,
+    counter: int,
 ) -> Callable[[Session], int]:
     """A write op replacing ``user_id``'s current keys with a v2-signed rotation (history is kept);
     returns the ``published_seq`` recorded: the highest message seq stored at that moment (the
@@ -224,14 +263,25 @@ def rotate_keys(
             raise Conflict("this wrap key is already registered", field="wrap_key")
         rows = s.execute(select(UserKey.wrap_kid, UserKey.current).where(UserKey.user_id == user_id)).all()
         if len(rows) != counter or [k for k, cur in rows if cur] != [old_wrap_kid]:
-            raise Conflict("the keys changed while this rotation was checked: fetch them and sign again",
-                           field="counter")
+            raise Conflict(
+                "the keys changed while this rotation was checked: fetch them and sign again", field="counter"
+            )
         published = s.execute(select(func.coalesce(func.max(Message.seq), 0))).scalar_one()
         s.execute(update(UserKey).where(UserKey.user_id == user_id).values(current=False))
-        s.add(UserKey(
-            user_id=user_id, wrap_kid=wrap_kid, wrap_key=wrap_der, sign_kid=sign_kid, sign_key=sign_der,
-            current=True, created_at_ms=now_ms(), rotation_sig=rotation_sig, rotation_v=2, published_seq=published,
-        ))
+        s.add(
+            UserKey(
+                user_id=user_id,
+                wrap_kid=wrap_kid,
+                wrap_key=wrap_der,
+                sign_kid=sign_kid,
+                sign_key=sign_der,
+                current=True,
+                created_at_ms=now_ms(),
+                rotation_sig=rotation_sig,
+                rotation_v=2,
+                published_seq=published,
+            )
+        )
         return int(published)
 
     return op
@@ -249,8 +299,11 @@ def ack_up_to(user_id: int, seq: int, receipts: int = 1000) -> Callable[[Session
     def op(s: Session) -> list[tuple[int, int]]:
         pending = (Delivery.user_id == user_id, Delivery.seq <= seq, Delivery.acked_at_ms.is_(None))
         rows = s.execute(
-            select(Delivery.seq, Message.sender_id).join(Message, Message.seq == Delivery.seq)
-            .where(*pending).order_by(Delivery.seq.desc()).limit(receipts)
+            select(Delivery.seq, Message.sender_id)
+            .join(Message, Message.seq == Delivery.seq)
+            .where(*pending)
+            .order_by(Delivery.seq.desc())
+            .limit(receipts)
         ).all()
         if rows:
             s.execute(update(Delivery).where(*pending).values(acked_at_ms=now_ms()))

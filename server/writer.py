@@ -52,8 +52,9 @@ class Writer:
 
     CHECKPOINT_INTERVAL_S = 1.0
 
-    def __init__(self, sessions: Sessions, sync_engine: Engine | None = None, max_batch: int = 256,
-                 inline: bool = False) -> None:
+    def __init__(
+        self, sessions: Sessions, sync_engine: Engine | None = None, max_batch: int = 256, inline: bool = False
+    ) -> None:
         self._sessions = sessions
         self._sync_sessions = SyncSessionmaker(sync_engine, expire_on_commit=False) if sync_engine else None
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="db-writer") if sync_engine else None
@@ -145,8 +146,9 @@ class Writer:
         ops: list[WriteOp] = [op]
         try:
             if self._thread is not None:
-                result = (await asyncio.get_running_loop().run_in_executor(
-                    self._thread, self._sync_transaction, ops))[0]
+                result = (await asyncio.get_running_loop().run_in_executor(self._thread, self._sync_transaction, ops))[
+                    0
+                ]
             else:
                 async with self._sessions() as session:
                     result = await session.run_sync(op)
@@ -191,8 +193,9 @@ class Writer:
 
     def _after_inline_commit(self) -> None:
         now = time.monotonic()
-        if (self._checkpoint is not None and not self._checkpoint.done()) or \
-                now - self._last_checkpoint < self.CHECKPOINT_INTERVAL_S:
+        if (
+            self._checkpoint is not None and not self._checkpoint.done()
+        ) or now - self._last_checkpoint < self.CHECKPOINT_INTERVAL_S:
             return
         self._last_checkpoint = now
         self._checkpoint = asyncio.get_running_loop().run_in_executor(self._thread, self._run_checkpoint)

@@ -17,8 +17,7 @@ __all__ = ["EXIT_MISSING_EXTRA", "MODULES", "missing_module", "require"]
 
 # top-level modules of each extra's distributions (py-spy brings only a program, no module);
 # tests/packaging/test_extras.py checks this against pyproject.toml's requirements
-_SERVER = ("starlette", "uvicorn", "websockets", "jwt", "sqlalchemy", "aiosqlite", "alembic", "argon2",
-           "platformdirs")
+_SERVER = ("starlette", "uvicorn", "websockets", "jwt", "sqlalchemy", "aiosqlite", "alembic", "argon2", "platformdirs")
 _CLIENT = ("textual", "rich", "websockets", "httpx2", "platformdirs", "zxcvbn")
 _POSTGRES = (*_SERVER, "asyncpg", "redis")
 MODULES: dict[str, tuple[str, ...]] = {
@@ -54,6 +53,8 @@ def require(prog: str, extra: str) -> None:
     """
     name = missing_module(extra)
     if name is not None:
-        print(f"{prog} needs the {extra} extra: pip install 'e2ee-chat[{extra}]' (module {name!r} is missing)",
-              file=sys.stderr)
+        print(
+            f"{prog} needs the {extra} extra: pip install 'e2ee-chat[{extra}]' (module {name!r} is missing)",
+            file=sys.stderr,
+        )
         raise SystemExit(EXIT_MISSING_EXTRA)

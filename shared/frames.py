@@ -15,8 +15,22 @@ from .errors import FrameInvalid
 from .strictjson import MAX_SAFE_INTEGER
 
 __all__ = [
-    "Auth", "Send", "Sync", "Ack", "Ping", "Hello", "Ready", "Stored", "Message", "Synced", "Delivered", "Pong",
-    "Event", "Error", "decode_client_frame", "decode_relay_frame"
+    "Auth",
+    "Send",
+    "Sync",
+    "Ack",
+    "Ping",
+    "Hello",
+    "Ready",
+    "Stored",
+    "Message",
+    "Synced",
+    "Delivered",
+    "Pong",
+    "Event",
+    "Error",
+    "decode_client_frame",
+    "decode_relay_frame",
 ]
 
 

@@ -22,10 +22,23 @@ from .b64 import b64u_decode, b64u_encode
 from .errors import KeyExponentRefused, KeyInvalid, KeySizeRefused, KeyTypeRefused
 
 __all__ = [
-    "RSA_SIZES", "DEFAULT_RSA_BITS", "MIN_RSA_BITS", "MAX_RSA_BITS", "RSA_EXPONENT", "KEY_ID_LEN",
-    "generate_wrap_key", "generate_signing_key", "spki_der", "key_id", "load_wrap_public_key",
-    "check_wrap_public_key", "load_signing_public_key", "PublicIdentity", "Identity", "fingerprint",
-    "safety_number"
+    "RSA_SIZES",
+    "DEFAULT_RSA_BITS",
+    "MIN_RSA_BITS",
+    "MAX_RSA_BITS",
+    "RSA_EXPONENT",
+    "KEY_ID_LEN",
+    "generate_wrap_key",
+    "generate_signing_key",
+    "spki_der",
+    "key_id",
+    "load_wrap_public_key",
+    "check_wrap_public_key",
+    "load_signing_public_key",
+    "PublicIdentity",
+    "Identity",
+    "fingerprint",
+    "safety_number",
 ]
 
 RSA_SIZES = (2048, 3072, 4096)
@@ -115,9 +128,7 @@ def check_wrap_public_key(key: object, owner: str = "?") -> rsa.RSAPublicKey:
     """
     if not isinstance(key, rsa.RSAPublicKey):
         kind = type(key).__name__.lstrip("_")
-        raise KeyTypeRefused(
-            f"wrap key of {owner!r} is not an RSA key ({kind})", field="wrap_key", owner=owner
-        )
+        raise KeyTypeRefused(f"wrap key of {owner!r} is not an RSA key ({kind})", field="wrap_key", owner=owner)
     if not MIN_RSA_BITS <= key.key_size <= MAX_RSA_BITS:
         raise KeySizeRefused(
             f"wrap key of {owner!r} has {key.key_size} bits; {MIN_RSA_BITS}-{MAX_RSA_BITS} required",
@@ -142,9 +153,7 @@ def load_signing_public_key(data: bytes | str, owner: str = "?") -> ed25519.Ed25
     """
     key = _load_public(data, owner)
     if not isinstance(key, ed25519.Ed25519PublicKey):
-        raise KeyTypeRefused(
-            f"signing key of {owner!r} is not an Ed25519 key", field="sign_key", owner=owner
-        )
+        raise KeyTypeRefused(f"signing key of {owner!r} is not an Ed25519 key", field="sign_key", owner=owner)
     return key
 
 

@@ -70,9 +70,29 @@ from .keys import check_wrap_public_key, key_id
 from .strictjson import check_id, json_error, reject_duplicate_members
 
 __all__ = [
-    "ALG", "C2R", "CHALLENGE_BYTES", "DIRECTIONS", "ENC", "HS_ALG", "HS_TYP", "Header", "HandshakeHeader",
-    "MAX_HANDSHAKE_BYTES", "Opened", "R2C", "SESSION_ID_BYTES", "SESSION_ID_CONTEXT", "SESSION_KEY_BYTES",
-    "Session", "TYP", "VERSION", "accept_handshake", "open", "seal", "session_id", "start_handshake",
+    "ALG",
+    "C2R",
+    "CHALLENGE_BYTES",
+    "DIRECTIONS",
+    "ENC",
+    "HS_ALG",
+    "HS_TYP",
+    "Header",
+    "HandshakeHeader",
+    "MAX_HANDSHAKE_BYTES",
+    "Opened",
+    "R2C",
+    "SESSION_ID_BYTES",
+    "SESSION_ID_CONTEXT",
+    "SESSION_KEY_BYTES",
+    "Session",
+    "TYP",
+    "VERSION",
+    "accept_handshake",
+    "open",
+    "seal",
+    "session_id",
+    "start_handshake",
 ]
 """The public API: handshake both sides, seal and open, the session type and the format's constants."""
 
@@ -241,10 +261,15 @@ def _iv_ct_tag(parts: list[bytes]) -> tuple[bytes, bytes, bytes]:
 
 
 def _compact(protected: str, encrypted_key: bytes, iv: bytes, sealed: bytes) -> str:
-    return ".".join((
-        protected, b64u_encode(encrypted_key), b64u_encode(iv),
-        b64u_encode(sealed[:-TAG_BYTES]), b64u_encode(sealed[-TAG_BYTES:]),
-    ))
+    return ".".join(
+        (
+            protected,
+            b64u_encode(encrypted_key),
+            b64u_encode(iv),
+            b64u_encode(sealed[:-TAG_BYTES]),
+            b64u_encode(sealed[-TAG_BYTES:]),
+        )
+    )
 
 
 # -- handshake -----------------------------------------------------------------------------------
@@ -367,8 +392,17 @@ def _seal_with(
     if estimate > max_bytes:
         raise EnvelopeTooLarge(f"envelope would be ~{estimate} bytes; limit {max_bytes}", field="plaintext")
     header = Header(
-        alg=ALG, enc=ENC, typ=TYP, v=VERSION, kid=session.id, dir=direction, seq=seq,
-        mid=message_id, cid=conversation, snd=sender, ts=sent_at_ms,
+        alg=ALG,
+        enc=ENC,
+        typ=TYP,
+        v=VERSION,
+        kid=session.id,
+        dir=direction,
+        seq=seq,
+        mid=message_id,
+        cid=conversation,
+        snd=sender,
+        ts=sent_at_ms,
     )
     protected = b64u_encode(_encoder.encode(header))
     sealed = session._aead.encrypt(iv, plaintext, protected.encode("ascii"))
@@ -412,10 +446,16 @@ def seal(
     if isinstance(plaintext, str):
         plaintext = plaintext.encode("utf-8")
     return _seal_with(
-        session, plaintext, direction=direction, conversation=conversation, sender=sender, seq=seq,
+        session,
+        plaintext,
+        direction=direction,
+        conversation=conversation,
+        sender=sender,
+        seq=seq,
         message_id=message_id if message_id is not None else b64u_encode(os.urandom(MESSAGE_ID_BYTES)),
         sent_at_ms=sent_at_ms if sent_at_ms is not None else int(time.time() * 1000),
-        iv=os.urandom(NONCE_BYTES), max_bytes=max_bytes,
+        iv=os.urandom(NONCE_BYTES),
+        max_bytes=max_bytes,
     )
 
 

@@ -40,8 +40,21 @@ from .keys import Identity, PublicIdentity
 from .strictjson import MAX_SAFE_INTEGER
 
 __all__ = [
-    "MAX_MEMBERS", "MAX_STATEMENT_BYTES", "MAX_TITLE_CHARS", "Member", "OPS", "SIG_CONTEXT", "Statement", "TYP",
-    "VERSION", "change", "create", "member_of", "parse", "signing_input", "statement_hash",
+    "MAX_MEMBERS",
+    "MAX_STATEMENT_BYTES",
+    "MAX_TITLE_CHARS",
+    "Member",
+    "OPS",
+    "SIG_CONTEXT",
+    "Statement",
+    "TYP",
+    "VERSION",
+    "change",
+    "create",
+    "member_of",
+    "parse",
+    "signing_input",
+    "statement_hash",
 ]
 
 VERSION = 1
@@ -242,29 +255,64 @@ def parse(signed: str | bytes) -> Statement:
         raise _bad("body is not in canonical form (sorted members, no whitespace, UTF-8)", "body")
     _check_body(body)
     return Statement(
-        cid=body.cid, ep=body.ep, op=body.op, actor=body.actor, akid=body.akid,
+        cid=body.cid,
+        ep=body.ep,
+        op=body.op,
+        actor=body.actor,
+        akid=body.akid,
         members=tuple(Member(m.u, m.wk, m.sk) for m in body.members),
-        admins=tuple(body.admins) if body.admins is not None else None, title=body.title, prev=body.prev,
-        ts=body.ts, signed=signed, hash=statement_hash(signed), body_b64=body_b64, sig=sig,
+        admins=tuple(body.admins) if body.admins is not None else None,
+        title=body.title,
+        prev=body.prev,
+        ts=body.ts,
+        signed=signed,
+        hash=statement_hash(signed),
+        body_b64=body_b64,
+        sig=sig,
     )
 
 
-def _sign(actor: Identity, *, cid: str, ep: int, op: str, members: Iterable[Member], title: str,
-          admins: Iterable[str] | None, prev: str | None, ts: int | None) -> Statement:
+def _sign(
+    actor: Identity,
+    *,
+    cid: str,
+    ep: int,
+    op: str,
+    members: Iterable[Member],
+    title: str,
+    admins: Iterable[str] | None,
+    prev: str | None,
+    ts: int | None,
+) -> Statement:
     ordered = sorted(set(members), key=lambda m: m.username.encode())
     body = {
-        "v": VERSION, "typ": TYP, "cid": cid, "ep": ep, "op": op, "actor": actor.username,
-        "akid": actor.sign_kid, "members": [{"u": m.username, "wk": m.wrap_kid, "sk": m.sign_kid} for m in ordered],
-        "admins": sorted(set(admins), key=str.encode) if admins is not None else None, "title": title,
-        "prev": prev, "ts": int(time.time() * 1000) if ts is None else ts,
+        "v": VERSION,
+        "typ": TYP,
+        "cid": cid,
+        "ep": ep,
+        "op": op,
+        "actor": actor.username,
+        "akid": actor.sign_kid,
+        "members": [{"u": m.username, "wk": m.wrap_kid, "sk": m.sign_kid} for m in ordered],
+        "admins": sorted(set(admins), key=str.encode) if admins is not None else None,
+        "title": title,
+        "prev": prev,
+        "ts": int(time.time() * 1000) if ts is None else ts,
     }
     body_b64 = b64u_encode(_canonical(body))
     sig = actor.sign_private.sign(signing_input(body_b64))
     return parse(f"{body_b64}.{b64u_encode(sig)}")
 
 
-def create(actor: Identity, cid: str, title: str, members: Sequence[Member], *,
-           admins: Sequence[str] | None = None, ts: int | None = None) -> Statement:
+def create(
+    actor: Identity,
+    cid: str,
+    title: str,
+    members: Sequence[Member],
+    *,
+    admins: Sequence[str] | None = None,
+    ts: int | None = None,
+) -> Statement:
     """The creation statement (epoch 0) of ``cid``, signed by ``actor`` (who must be in ``members``).
 
     Raises:
@@ -276,9 +324,18 @@ def create(actor: Identity, cid: str, title: str, members: Sequence[Member], *,
 _KEEP = object()
 
 
-def change(prev: Statement, actor: Identity, op: str, *, add: Sequence[Member] = (), remove: Sequence[str] = (),
-           title: str | None = None, admins: Sequence[str] | None | object = _KEEP, keys: Member | None = None,
-           ts: int | None = None) -> Statement:
+def change(
+    prev: Statement,
+    actor: Identity,
+    op: str,
+    *,
+    add: Sequence[Member] = (),
+    remove: Sequence[str] = (),
+    title: str | None = None,
+    admins: Sequence[str] | None | object = _KEEP,
+    keys: Member | None = None,
+    ts: int | None = None,
+) -> Statement:
     """The statement after ``prev`` that makes one change, signed by ``actor``.
 
     Args:
@@ -304,6 +361,14 @@ def change(prev: Statement, actor: Identity, op: str, *, add: Sequence[Member] =
         members[actor.username] = keys
     elif op not in ("title", "update"):
         raise ValueError(f"unknown op {op!r}")
-    return _sign(actor, cid=prev.cid, ep=prev.ep + 1, op=op, members=members.values(),
-                 title=title if op == "title" and title is not None else prev.title,
-                 admins=new_admins, prev=prev.hash, ts=ts)
+    return _sign(
+        actor,
+        cid=prev.cid,
+        ep=prev.ep + 1,
+        op=op,
+        members=members.values(),
+        title=title if op == "title" and title is not None else prev.title,
+        admins=new_admins,
+        prev=prev.hash,
+        ts=ts,
+    )

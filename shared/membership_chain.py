@@ -105,8 +105,9 @@ def _check_link(prev: Statement | None, st: Statement, cid: str) -> None:
         raise ActorKeyMismatch(f"{st.actor} signs with another key than theirs in epoch {basis.ep}", field="akid")
 
 
-def verify_next(prev: Statement | None, st: Statement, actor_key: ed25519.Ed25519PublicKey, *,
-                cid: str | None = None) -> None:
+def verify_next(
+    prev: Statement | None, st: Statement, actor_key: ed25519.Ed25519PublicKey, *, cid: str | None = None
+) -> None:
     """Check that ``st`` follows ``prev`` (None: ``st`` must create the log of ``cid``).
 
     Order (PROTOCOL.md §12.4), the first failure raised:
@@ -130,8 +131,7 @@ def verify_next(prev: Statement | None, st: Statement, actor_key: ed25519.Ed2551
     try:
         actor_key.verify(st.sig, signing_input(st.body_b64))
     except InvalidSignature:
-        raise StatementSignatureInvalid(f"epoch {st.ep}: {st.actor}'s signature does not verify",
-                                        field="sig") from None
+        raise StatementSignatureInvalid(f"epoch {st.ep}: {st.actor}'s signature does not verify", field="sig") from None
     if prev is not None:
         _check_policy(prev, st)
 
@@ -156,8 +156,7 @@ def check_continuity(chain: Chain, ep: int, hash_: str) -> None:
     st = chain.at(ep)
     if st is None:
         end = chain.head.ep if chain.head is not None else None
-        raise MembershipFork(f"the relay's log ends at epoch {end}; epoch {ep} was verified here before",
-                             field="ep")
+        raise MembershipFork(f"the relay's log ends at epoch {end}; epoch {ep} was verified here before", field="ep")
     if st.hash != hash_:
         raise MembershipFork(f"the relay's statement for epoch {ep} is not the one verified here before", field="ep")
 
@@ -231,11 +230,13 @@ def check_audience(chain: Chain, *, ep: int, mh: str, sender: str, rkids: list[s
         head = chain.head.ep if chain.head is not None else None
         raise EpochMismatch(f"sealed to epoch {ep}; the verified log ends at epoch {head}", field="ep")
     if st.hash != mh:
-        raise EpochMismatch(f"sealed to another statement for epoch {ep} than the one verified here (a fork)",
-                            field="mh")
+        raise EpochMismatch(
+            f"sealed to another statement for epoch {ep} than the one verified here (a fork)", field="mh"
+        )
     if st.member(sender) is None:
         raise AudienceMismatch(f"{sender} is not a member of epoch {ep}", field="snd")
     if rkids != st.wrap_kids:
-        raise AudienceMismatch(f"the recipients are not exactly the {len(st.members)} members of epoch {ep}",
-                               field="rkids")
+        raise AudienceMismatch(
+            f"the recipients are not exactly the {len(st.members)} members of epoch {ep}", field="rkids"
+        )
     return st

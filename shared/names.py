@@ -75,8 +75,11 @@ def normalise_secret(raw: str, field: str = "password") -> str:
     try:
         return _OPAQUE.enforce(raw)
     except UnicodeEncodeError as exc:
-        what = "is empty" if exc.reason.endswith("empty") else "contains a character that is not allowed " \
-            "(control characters and unassigned code points are refused)"
+        what = (
+            "is empty"
+            if exc.reason.endswith("empty")
+            else "contains a character that is not allowed (control characters and unassigned code points are refused)"
+        )
         raise InvalidRequest(f"{field} {what}", field=field) from None
 
 

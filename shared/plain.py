@@ -37,8 +37,7 @@ encode = msgspec.json.Encoder().encode
 
 def make(text: str, conversation: str, sender: str) -> PlainEnvelope:
     """A new plain envelope with a random 128-bit ``mid`` and the current time."""
-    return PlainEnvelope(b64u_encode(os.urandom(MESSAGE_ID_BYTES)), conversation, sender,
-                         int(time.time() * 1000), text)
+    return PlainEnvelope(b64u_encode(os.urandom(MESSAGE_ID_BYTES)), conversation, sender, int(time.time() * 1000), text)
 
 
 def check(env: PlainEnvelope) -> PlainEnvelope:

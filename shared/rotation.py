@@ -31,9 +31,7 @@ from .errors import InvalidRequest, SignatureInvalid
 from .keys import KEY_ID_LEN
 from .names import is_canonical_username
 
-__all__ = [
-    "CONTEXT", "CONTEXT_V1", "VERSION", "MAX_COUNTER", "Rotation", "sign", "verify", "statement_v1", "verify_v1"
-]
+__all__ = ["CONTEXT", "CONTEXT_V1", "VERSION", "MAX_COUNTER", "Rotation", "sign", "verify", "statement_v1", "verify_v1"]
 
 CONTEXT = "e2ee-chat/v2/rotate"
 CONTEXT_V1 = "e2ee-chat/v1/rotate"
@@ -88,8 +86,7 @@ def verify(old_sign_key: ed25519.Ed25519PublicKey, rotation: Rotation, signature
     try:
         old_sign_key.verify(signature, rotation.statement())
     except InvalidSignature:
-        raise SignatureInvalid("rotation statement is not signed by the key it replaces",
-                               field="signature") from None
+        raise SignatureInvalid("rotation statement is not signed by the key it replaces", field="signature") from None
 
 
 def statement_v1(new_wrap_kid: str, new_sign_kid: str) -> bytes:
@@ -106,5 +103,6 @@ def verify_v1(old_sign_key: ed25519.Ed25519PublicKey, new_wrap_kid: str, new_sig
     try:
         old_sign_key.verify(signature, statement_v1(new_wrap_kid, new_sign_kid))
     except (InvalidSignature, UnicodeEncodeError):
-        raise SignatureInvalid("rotation statement (v1) is not signed by the key it replaces",
-                               field="signature") from None
+        raise SignatureInvalid(
+            "rotation statement (v1) is not signed by the key it replaces", field="signature"
+        ) from None

@@ -14,7 +14,13 @@ from .b64 import b64u_decode
 from .errors import DuplicateMember, EnvelopeMalformed, TrailingData
 
 __all__ = [
-    "MAX_SAFE_INTEGER", "MAX_ID_CHARS", "KEY_ID_LEN", "json_error", "reject_duplicate_members", "check_id", "check_kid",
+    "MAX_SAFE_INTEGER",
+    "MAX_ID_CHARS",
+    "KEY_ID_LEN",
+    "json_error",
+    "reject_duplicate_members",
+    "check_id",
+    "check_kid",
     "as_bytes",
 ]
 
@@ -80,9 +86,7 @@ def reject_duplicate_members(data: bytes, strings: int, field: str, what: str) -
 
 def check_id(value: str, field: str) -> None:
     if not _ID_RE.fullmatch(value):
-        raise EnvelopeMalformed(
-            f"{field}: must be 1-{MAX_ID_CHARS} characters from A-Z a-z 0-9 . _ -", field=field
-        )
+        raise EnvelopeMalformed(f"{field}: must be 1-{MAX_ID_CHARS} characters from A-Z a-z 0-9 . _ -", field=field)
 
 
 def check_kid(kid: str, field: str) -> None:

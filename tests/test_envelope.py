@@ -38,8 +38,9 @@ def flip(env: bytes, member: str, index: int = 0, byte: int = -5) -> bytes:
 def test_round_trip_for_every_recipient(identities):
     env = seal(identities)
     for name in ("alice", "bob"):
-        opened = envelope.open(env, identities[name], identities["alice"].public.sign_key,
-                               conversation="conv-1", sender="alice")
+        opened = envelope.open(
+            env, identities[name], identities["alice"].public.sign_key, conversation="conv-1", sender="alice"
+        )
         assert opened.text == "hello, bob ✉️"
         assert opened.header.snd == "alice"
         assert opened.header.cid == "conv-1"
@@ -156,8 +157,10 @@ def test_relay_check_is_parse_without_decoding_what_only_recipients_read(identit
     for vec in vectorlib.load("l4_negative.json")["vectors"]:
         data = vec["envelope"].encode()
         limit = vec["context"].get("max_bytes", envelope.DEFAULT_MAX_ENVELOPE_BYTES)
-        parsed, checked = _outcome(envelope.parse, data, max_bytes=limit), _outcome(envelope.check, data,
-                                                                                     max_bytes=limit)
+        parsed, checked = (
+            _outcome(envelope.parse, data, max_bytes=limit),
+            _outcome(envelope.check, data, max_bytes=limit),
+        )
         if isinstance(parsed, envelope.ParsedEnvelope):
             assert checked == parsed.header, vec["name"]
         elif parsed[1] in ("ciphertext", "encrypted_key") and parsed[0].__name__ == "Base64Invalid":
@@ -172,7 +175,7 @@ def test_relay_check_is_parse_without_decoding_what_only_recipients_read(identit
     assert payload_b64  # the committed vectors hold such payloads
     assert envelope.check(bad) == envelope.parse(env).header  # the relay does not decode them
     assert _outcome(envelope.parse, bad)[1] == "ciphertext"  # the recipients' parse does
-    doc["ciphertext"] = doc["ciphertext"][:len(doc["ciphertext"]) // 4 * 4] + "A"  # no base64url text is 4k+1 long
+    doc["ciphertext"] = doc["ciphertext"][: len(doc["ciphertext"]) // 4 * 4] + "A"  # no base64url text is 4k+1 long
     assert _outcome(envelope.check, json.dumps(doc).encode())[1] == "ciphertext"
 
 

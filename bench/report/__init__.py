@@ -23,8 +23,9 @@ __all__ = ["CHARTS", "SECTIONS", "markdown", "ms", "write"]
 
 
 def _title(v: View) -> str:
-    return "\n\n".join(["# What encryption costs in e2ee-chat — measured", prose("intro", source=article.SOURCE),
-                        prose("reproduce")])
+    return "\n\n".join(
+        ["# What encryption costs in e2ee-chat — measured", prose("intro", source=article.SOURCE), prose("reproduce")]
+    )
 
 
 def _how(v: View) -> str:
@@ -32,14 +33,27 @@ def _how(v: View) -> str:
 
 
 SECTIONS = [
-    _title, levels.machine,
+    _title,
+    levels.machine,
     # the article's sections 01-07
-    levels.levels, levels.per_request, levels.one_time, levels.enc_dec, levels.l4_parts, context.context,
-    context.mobile, path.whole_path,
+    levels.levels,
+    levels.per_request,
+    levels.one_time,
+    levels.enc_dec,
+    levels.l4_parts,
+    context.context,
+    context.mobile,
+    path.whole_path,
     # beyond the article
-    path.recipients, webcrypto.browser, path.relay, verdicts.extra_sections,
+    path.recipients,
+    webcrypto.browser,
+    path.relay,
+    verdicts.extra_sections,
     # the verdicts
-    verdicts.decisions, verdicts.targets, verdicts.closing, _how,
+    verdicts.decisions,
+    verdicts.targets,
+    verdicts.closing,
+    _how,
 ]
 
 

@@ -40,13 +40,23 @@ def charts(results: dict, out: Path) -> list[Path]:
         if node:
             series += [("Node L3 (node:crypto)", None, "L3_node"), ("Node L3 (crypto.subtle)", None, "L3_webcrypto")]
         if web:
-            series += [("Chromium L3 (WebCrypto)", None, "chromium:L3"),
-                       ("Chromium L4 (WebCrypto)", None, "chromium:L4")]
+            series += [
+                ("Chromium L3 (WebCrypto)", None, "chromium:L3"),
+                ("Chromium L4 (WebCrypto)", None, "chromium:L4"),
+            ]
         width = 0.8 / len(series)
         for i, (label, ours, nk) in enumerate(series):
-            vals = [(_m(prim, "per_request", p, ours) if ours else
-                     _m(web, "per_request", p, nk.split(":")[1]) if nk.startswith("chromium:") else
-                     _m(node, "per_request", p, nk)) or 0 for p in payloads]
+            vals = [
+                (
+                    _m(prim, "per_request", p, ours)
+                    if ours
+                    else _m(web, "per_request", p, nk.split(":")[1])
+                    if nk.startswith("chromium:")
+                    else _m(node, "per_request", p, nk)
+                )
+                or 0
+                for p in payloads
+            ]
             ax.bar([j + i * width for j in range(len(payloads))], vals, width, label=label, hatch="//" if nk else None)
         ax.set_xticks([j + width * (len(series) - 1) / 2 for j in range(len(payloads))], payloads)
         ax.set_yscale("log")
@@ -84,8 +94,12 @@ def charts(results: dict, out: Path) -> list[Path]:
                 marker="s",
                 label="X25519 + HKDF wrap per message",
             )
-            ax.plot(ns, [r["hybrid_seal"]["median_ms"] for r in some["rows"].values() if "hybrid_seal" in r],
-                    marker="D", label="X25519 + ML-KEM-768 + HKDF wrap per message (post-quantum hybrid)")
+            ax.plot(
+                ns,
+                [r["hybrid_seal"]["median_ms"] for r in some["rows"].values() if "hybrid_seal" in r],
+                marker="D",
+                label="X25519 + ML-KEM-768 + HKDF wrap per message (post-quantum hybrid)",
+            )
             ax.plot(
                 ns,
                 [r["group_seal"]["median_ms"] for r in some["rows"].values()],
@@ -147,8 +161,9 @@ def _network(plt, net: dict, file: Path) -> Path:
         cs = [c for c in net["configs"] if c["level"] == level]
         x = [c["rtt_measured_ms"] for c in cs]
         left.plot(x, [c["e2e"]["median_ms"] for c in cs], marker="o", label=f"L{level}")
-        right.plot([c["rtt_ms"] for c in cs], [max(1e-3, 100 * c["crypto_share"]) for c in cs], marker="o",
-                   label=f"L{level}")
+        right.plot(
+            [c["rtt_ms"] for c in cs], [max(1e-3, 100 * c["crypto_share"]) for c in cs], marker="o", label=f"L{level}"
+        )
     left.set_xscale("symlog", linthresh=1)
     left.set_yscale("log")
     left.set_xlabel("round trip, measured (ms)")
@@ -167,4 +182,3 @@ def _network(plt, net: dict, file: Path) -> Path:
     fig.savefig(file, dpi=110)
     plt.close(fig)
     return file
-

@@ -68,8 +68,11 @@ def _context_table(ctx, prim, path, net=None) -> str:
     return _table(["step", "measured here, median ms", "article (quoted) ms"], measured)
 
 
-ARTICLE_RTT = {30: ("network round trip, same city, fiber", "rtt_same_city_fiber"),
-               100: ("network round trip, 4G", "rtt_mobile_4g"), 300: ("network round trip, 3G", "rtt_mobile_3g")}
+ARTICLE_RTT = {
+    30: ("network round trip, same city, fiber", "rtt_same_city_fiber"),
+    100: ("network round trip, 4G", "rtt_mobile_4g"),
+    300: ("network round trip, 3G", "rtt_mobile_3g"),
+}
 
 
 def _net(net: dict | None, level: int, rtt: float) -> dict | None:
@@ -80,8 +83,12 @@ def _network_rows(net: dict | None) -> list[list[str]]:
     rows = []
     for rtt, (label, key) in ARTICLE_RTT.items():
         c = _net(net, 4, rtt) or _net(net, 1, rtt)
-        got = (f"set to {rtt} ms: ping p50 {ms(c['rtt_measured_ms'])}; a 1 KB L{c['level']} message end to end "
-               f"{ms(_m(c, 'e2e'))}" if c else "not measured in this run")
+        got = (
+            f"set to {rtt} ms: ping p50 {ms(c['rtt_measured_ms'])}; a 1 KB L{c['level']} message end to end "
+            f"{ms(_m(c, 'e2e'))}"
+            if c
+            else "not measured in this run"
+        )
         rows.append([label, got, article.fmt_range(article.CONTEXT[key])])
     return rows
 
@@ -101,9 +108,13 @@ def _network_table(net: dict) -> str:
         quoted = ARTICLE_RTT.get(rtt)
         row.append(article.fmt_range(article.CONTEXT[quoted[1]]) if quoted else "-")
         rows.append(row)
-    head = ["round trip set, ms", "round trip measured (ping p50), ms",
-            *(f"L{lv} end-to-end p50, ms (encryption share)" for lv in levels),
-            "L4 encryption per message (seal + open, mean), ms", "article (quoted) round trip, ms"]
+    head = [
+        "round trip set, ms",
+        "round trip measured (ping p50), ms",
+        *(f"L{lv} end-to-end p50, ms (encryption share)" for lv in levels),
+        "L4 encryption per message (seal + open, mean), ms",
+        "article (quoted) round trip, ms",
+    ]
     return _table(head, rows)
 
 
@@ -117,8 +128,10 @@ def _mobile_table(prim, web) -> str:
             return "-" if x is None else (ms(x * lo) if lo == hi else f"{ms(x * lo)}-{ms(x * hi)}")
 
         rows.append([device, article.fmt_range((lo, hi)), span(ours), span(web)])
-    return _table(["device", "article (quoted) multiplier", "x our Python L3 1 KB, ms",
-                   "x Chromium WebCrypto L3 1 KB here, ms"], rows)
+    return _table(
+        ["device", "article (quoted) multiplier", "x our Python L3 1 KB, ms", "x Chromium WebCrypto L3 1 KB here, ms"],
+        rows,
+    )
 
 
 def context(v: View) -> str | None:
@@ -128,8 +141,11 @@ def context(v: View) -> str | None:
     skipped = "\n".join(f"- skipped: {s}" for s in v.context.get("skipped", []))
     parts = [_context_table(v.context, v.primitives or {}, v.path, v.network), skipped]
     if v.network:
-        parts += ["### What the user waits for, measured", prose("network", **v.network["params"]),
-                  _network_table(v.network) + v.img("network.png", "latency and encryption share by round trip")]
+        parts += [
+            "### What the user waits for, measured",
+            prose("network", **v.network["params"]),
+            _network_table(v.network) + v.img("network.png", "latency and encryption share by round trip"),
+        ]
     return section("05 What else costs time", *parts)
 
 

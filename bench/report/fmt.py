@@ -61,7 +61,6 @@ def config(path: dict | None, level: int, tls: bool, topology: str = "SQLite 1 r
     return None
 
 
-
 PROSE_FILE = Path(__file__).with_name("prose.toml")
 
 

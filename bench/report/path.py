@@ -75,30 +75,50 @@ def _combined(prim, path) -> tuple[str, str]:
     return table, split
 
 
-RECIPIENT_COLUMNS = (("rsa_seal", "RSA seal ms"), ("rsa_open", "RSA open ms"), ("relay_parse", "relay parse ms"),
-                     ("x25519_seal", "X25519 seal ms"), ("x25519_open", "X25519 open ms"),
-                     ("hybrid_seal", "X25519+ML-KEM seal ms"), ("hybrid_open", "X25519+ML-KEM open ms"),
-                     ("group_seal", "conv. key seal ms"), ("group_open", "conv. key open ms"),
-                     ("group_rotate", "rotation (N wraps) ms"))
+RECIPIENT_COLUMNS = (
+    ("rsa_seal", "RSA seal ms"),
+    ("rsa_open", "RSA open ms"),
+    ("relay_parse", "relay parse ms"),
+    ("x25519_seal", "X25519 seal ms"),
+    ("x25519_open", "X25519 open ms"),
+    ("hybrid_seal", "X25519+ML-KEM seal ms"),
+    ("hybrid_open", "X25519+ML-KEM open ms"),
+    ("group_seal", "conv. key seal ms"),
+    ("group_open", "conv. key open ms"),
+    ("group_rotate", "rotation (N wraps) ms"),
+)
 
 
 def _recipients(rec) -> str:
     parts = []
     never = "never (in this sweep)"
     for bits, per in rec["sizes"].items():
-        rows = [[n, *(ms(_m(r, k)) for k, _ in RECIPIENT_COLUMNS[:1]),
-                 f"{r['rsa_seal']['median_ms'] / r['rsa_seal_floor_ms']:.2f}",
-                 *(ms(_m(r, k)) for k, _ in RECIPIENT_COLUMNS[1:]),
-                 f"{r['rsa_envelope_bytes']:,}", f"{r.get('hybrid_envelope_bytes', 0):,}"]
-                for n, r in per["rows"].items()]
-        head = ["N", RECIPIENT_COLUMNS[0][1], "RSA seal / floor", *(h for _, h in RECIPIENT_COLUMNS[1:]),
-                "RSA envelope bytes", "X25519+ML-KEM envelope bytes"]
+        rows = [
+            [
+                n,
+                *(ms(_m(r, k)) for k, _ in RECIPIENT_COLUMNS[:1]),
+                f"{r['rsa_seal']['median_ms'] / r['rsa_seal_floor_ms']:.2f}",
+                *(ms(_m(r, k)) for k, _ in RECIPIENT_COLUMNS[1:]),
+                f"{r['rsa_envelope_bytes']:,}",
+                f"{r.get('hybrid_envelope_bytes', 0):,}",
+            ]
+            for n, r in per["rows"].items()
+        ]
+        head = [
+            "N",
+            RECIPIENT_COLUMNS[0][1],
+            "RSA seal / floor",
+            *(h for _, h in RECIPIENT_COLUMNS[1:]),
+            "RSA envelope bytes",
+            "X25519+ML-KEM envelope bytes",
+        ]
         k = per["knees"]
         parts.append(
             f"**RSA-{bits}** (one wrap {ms(per['wrap']['median_ms'])} ms, one unwrap {ms(per['unwrap']['median_ms'])} "
             f"ms)\n\n{_table(head, rows)}\n\nPer-recipient RSA wrapping passes 1 ms at N = {k['over_1ms'] or never}, "
             f"one 60 Hz frame (16.7 ms) at N = {k['over_ui_frame'] or never}, and 10x a conversation-key message at "
-            f"N = {k['over_10x_group_key'] or never}.")
+            f"N = {k['over_10x_group_key'] or never}."
+        )
     parts.append(_limits(rec))
     return "\n\n".join(parts)
 
@@ -117,25 +137,38 @@ def _limits(rec) -> str:
             label = f"{names.get(key, key)}" + (f", RSA-{bits}" if key in ("rsa", "group_rotate") else "")
             first = a["first_n_over_limit"]
             cap = a["recipient_cap"]
-            rows.append([label, f"{a['bytes_per_recipient']:,.0f}", f"{a['fixed_bytes']:,.0f}",
-                         "never (no bytes per recipient)" if first is None else
-                         f"{first:,}" + (f" (past the relay's {cap}-recipient cap)" if first > cap else "")])
-    return (f"Envelope size against the relay's limits (max_envelope_bytes {limits['max_envelope_bytes']:,}, "
-            f"max_recipients {limits['max_recipients']}; bytes per recipient from the sweep's smallest and largest "
-            f"N):\n\n" + _table(["strategy", "bytes per recipient", "fixed bytes",
-                                   "first N over the envelope limit"], rows))
+            rows.append(
+                [
+                    label,
+                    f"{a['bytes_per_recipient']:,.0f}",
+                    f"{a['fixed_bytes']:,.0f}",
+                    "never (no bytes per recipient)"
+                    if first is None
+                    else f"{first:,}" + (f" (past the relay's {cap}-recipient cap)" if first > cap else ""),
+                ]
+            )
+    return (
+        f"Envelope size against the relay's limits (max_envelope_bytes {limits['max_envelope_bytes']:,}, "
+        f"max_recipients {limits['max_recipients']}; bytes per recipient from the sweep's smallest and largest "
+        f"N):\n\n" + _table(["strategy", "bytes per recipient", "fixed bytes", "first N over the envelope limit"], rows)
+    )
 
 
 def _profile_table(prof: dict | None) -> str:
     if not prof or "shares" not in prof:
         return f"\n\nNo profile of the relay in this run ({(prof or {}).get('skipped', 'not asked for')})."
-    parts = _table(["part of the relay's work", "share of its busy CPU"],
-                   [[k, f"{100 * v:.1f} %"] for k, v in prof["shares"].items()])
-    top = _table(["function (self time)", "share"],
-                 [[f["function"], f"{100 * f['share']:.1f} %"] for f in prof["top"][:8]])
-    return (f"\n\nWhere the relay's CPU goes in that run (py-spy attached without pausing it, {prof['samples']} "
-            f"samples; each sample counted once, by the innermost library frame, else the project's; "
-            f"bench/relay_profile.py says which file is which part):\n\n" + parts + "\n\n" + top)
+    parts = _table(
+        ["part of the relay's work", "share of its busy CPU"],
+        [[k, f"{100 * v:.1f} %"] for k, v in prof["shares"].items()],
+    )
+    top = _table(
+        ["function (self time)", "share"], [[f["function"], f"{100 * f['share']:.1f} %"] for f in prof["top"][:8]]
+    )
+    return (
+        f"\n\nWhere the relay's CPU goes in that run (py-spy attached without pausing it, {prof['samples']} "
+        f"samples; each sample counted once, by the innermost library frame, else the project's; "
+        f"bench/relay_profile.py says which file is which part):\n\n" + parts + "\n\n" + top
+    )
 
 
 def _relay(relay) -> str:
@@ -144,13 +177,37 @@ def _relay(relay) -> str:
     for k in ("relay", "relay_fsync"):
         x = relay.get(k)
         if x:
-            rows.append([f"relay (L4, SQLite synchronous={x['synchronous']}, ack after commit)",
-                         f"{x['throughput_msgs_per_s']:.0f}", ms(x["cpu_ms_per_msg"]), f"{x['wall_s']:.2f}",
-                         f"{x['messages']:,}", f"{x['in_database']:,}/{x['acked']:,}"])
-    rows.append(["bare Starlette websocket echo app (same uvicorn settings)", f"{e['throughput_msgs_per_s']:.0f}",
-                 ms(e["cpu_ms_per_msg"]), f"{e['wall_s']:.2f}", f"{e['messages']:,}", "-"])
-    table = _table(["server", "messages/s", "server CPU ms per message", "wall s", "messages",
-                    "acked messages found in the database"], rows)
+            rows.append(
+                [
+                    f"relay (L4, SQLite synchronous={x['synchronous']}, ack after commit)",
+                    f"{x['throughput_msgs_per_s']:.0f}",
+                    ms(x["cpu_ms_per_msg"]),
+                    f"{x['wall_s']:.2f}",
+                    f"{x['messages']:,}",
+                    f"{x['in_database']:,}/{x['acked']:,}",
+                ]
+            )
+    rows.append(
+        [
+            "bare Starlette websocket echo app (same uvicorn settings)",
+            f"{e['throughput_msgs_per_s']:.0f}",
+            ms(e["cpu_ms_per_msg"]),
+            f"{e['wall_s']:.2f}",
+            f"{e['messages']:,}",
+            "-",
+        ]
+    )
+    table = _table(
+        [
+            "server",
+            "messages/s",
+            "server CPU ms per message",
+            "wall s",
+            "messages",
+            "acked messages found in the database",
+        ],
+        rows,
+    )
     split = r["relay_split_ms_per_msg"]
     load = p.get("load")
     return (
@@ -158,7 +215,8 @@ def _relay(relay) -> str:
         f"{p.get('pool', 0):,} envelopes sealed before the clock), 1 KB text in L4 envelopes (RSA-{p['bits']}), "
         f"at most {p['window']} "
         f"unacknowledged per client; the echo app gets the same frame from as many clients for as long"
-        + (f" (load average at the end: {load[0]:.1f})" if load else "") + ".\n\n"
+        + (f" (load average at the end: {load[0]:.1f})" if load else "")
+        + ".\n\n"
         + table
         + f"\n\nRelay / echo CPU per message: **{r['cpu_ms_per_msg'] / e['cpu_ms_per_msg']:.2f}**"
         f" (target <= 3; a relayed message is three websocket frames at the relay: the send, the `stored` ack "
@@ -179,20 +237,35 @@ def whole_path(v: View) -> str | None:
         return None
     table, split = _combined(v.primitives or {}, path)
     p = path["params"]
-    parts = [prose("path", synchronous=p.get("synchronous", "?"), clients=p["clients"], messages=p["messages"],
-                   size=p["size"], arrangement=p.get("arrangement", ""), bits=p["bits"],
-                   floor=ms(path["crypto_floor_ms"])),
-             table, prose("path_split"),
-             split + v.img("latency.png", "latency per level") + v.img("path_split.png", "split"),
-             "\n".join(f"- skipped: {s}" for s in path.get("skipped", []))]
+    parts = [
+        prose(
+            "path",
+            synchronous=p.get("synchronous", "?"),
+            clients=p["clients"],
+            messages=p["messages"],
+            size=p["size"],
+            arrangement=p.get("arrangement", ""),
+            bits=p["bits"],
+            floor=ms(path["crypto_floor_ms"]),
+        ),
+        table,
+        prose("path_split"),
+        split + v.img("latency.png", "latency per level") + v.img("path_split.png", "split"),
+        "\n".join(f"- skipped: {s}" for s in path.get("skipped", [])),
+    ]
     cross = v.cross or (path if "cross_relay_added_p50_ms" in path else None)
     if cross and "after_ack_p50_ms" in cross:
         p50 = {c["topology"]: c["e2e"]["median_ms"] for c in cross.get("configs", [])}
-        parts.append(prose("cross", added=ms(cross["cross_relay_added_p50_ms"]),
-                           after=", ".join(f"{k} {ms(v)} ms" for k, v in cross["after_ack_p50_ms"].items()),
-                           both=", ".join(f"{name} {ms(x)} ms" for name, x in p50.items()),
-                           e2e_added=ms(cross["e2e_added_p50_ms"]),
-                           commit=", ".join(f"{k} {ms(v)} ms" for k, v in cross["commit_mean_ms"].items())))
+        parts.append(
+            prose(
+                "cross",
+                added=ms(cross["cross_relay_added_p50_ms"]),
+                after=", ".join(f"{k} {ms(v)} ms" for k, v in cross["after_ack_p50_ms"].items()),
+                both=", ".join(f"{name} {ms(x)} ms" for name, x in p50.items()),
+                e2e_added=ms(cross["e2e_added_p50_ms"]),
+                commit=", ".join(f"{k} {ms(v)} ms" for k, v in cross["commit_mean_ms"].items()),
+            )
+        )
     elif cross:
         parts.append("\n".join(f"- two relays skipped: {s}" for s in cross.get("skipped", [])))
     return section("07 The whole path, per message", *parts)
@@ -202,8 +275,11 @@ def recipients(v: View) -> str | None:
     """Beyond the article: seal/open cost against the number of recipients, per strategy."""
     if not v.recipients:
         return None
-    return section("Beyond the article: cost against the number of recipients", prose("recipients"),
-                   _recipients(v.recipients) + v.img("recipients.png", "wrap cost vs recipients"))
+    return section(
+        "Beyond the article: cost against the number of recipients",
+        prose("recipients"),
+        _recipients(v.recipients) + v.img("recipients.png", "wrap cost vs recipients"),
+    )
 
 
 def relay(v: View) -> str | None:

@@ -102,8 +102,18 @@ def _value(t: dict | None) -> str:
 
 
 def _targets(targets: list[dict]) -> str:
-    rows = [[t.get("issue", "-"), t["text"], _value(t), ms(t["limit"]),
-             f"{t['ratio']:.3f}" if t["ratio"] is not None else "-", _result(t), t["detail"]] for t in targets]
+    rows = [
+        [
+            t.get("issue", "-"),
+            t["text"],
+            _value(t),
+            ms(t["limit"]),
+            f"{t['ratio']:.3f}" if t["ratio"] is not None else "-",
+            _result(t),
+            t["detail"],
+        ]
+        for t in targets
+    ]
     return _table(["issue", "target", "value", "limit", "value / limit", "result", "how"], rows)
 
 
@@ -112,11 +122,20 @@ def _two_runs(targets: list[dict], previous: dict | None) -> str | None:
     if not previous:
         return None
     before = {t["id"]: t for t in previous.get("targets", [])}
-    rows = [[t["text"], f"{_value(before.get(t['id']))} ({_result(before.get(t['id']))})",
-             f"{_value(t)} ({_result(t)})", ms(t["limit"])] for t in targets]
-    return (f"**Two full runs.** The targets of the run of {previous.get('started', '?')} "
-            f"({previous.get('file', '?')}) beside this one's:\n\n"
-            + _table(["target", "other run", "this run", "limit"], rows))
+    rows = [
+        [
+            t["text"],
+            f"{_value(before.get(t['id']))} ({_result(before.get(t['id']))})",
+            f"{_value(t)} ({_result(t)})",
+            ms(t["limit"]),
+        ]
+        for t in targets
+    ]
+    return (
+        f"**Two full runs.** The targets of the run of {previous.get('started', '?')} "
+        f"({previous.get('file', '?')}) beside this one's:\n\n"
+        + _table(["target", "other run", "this run", "limit"], rows)
+    )
 
 
 def _why(targets: list[dict]) -> str | None:
@@ -124,7 +143,8 @@ def _why(targets: list[dict]) -> str | None:
     if not unmet:
         return None
     return "**Why, for each target not met in this run** (the measurement that says so):\n\n" + "\n".join(
-        f"- {t['text']}: {t['value']:.3f} against {t['limit']:.3f}. {t['detail']}." for t in unmet)
+        f"- {t['text']}: {t['value']:.3f} against {t['limit']:.3f}. {t['detail']}." for t in unmet
+    )
 
 
 def _closing(prim, node, path, web=None) -> str:
@@ -132,29 +152,80 @@ def _closing(prim, node, path, web=None) -> str:
     hs_n = _m(node, "one_time", "l3_handshake_2048")
     rows = []  # (row, article (quoted), ours, Node, Chromium)
     for p in article.PAYLOADS:
-        for lv, qk, label in (("L1", "L1", "L1"), ("L2", "L2", "L2"), ("L3", "L3_node", "L3 Node"),
-                              ("L3", "L3_webcrypto", "L3 WebCrypto")):
-            rows.append((f"§02 {label}, {p}", q[p][qk], _m(prim, "per_request", p, lv),
-                         _m(node, "per_request", p, qk if lv == "L3" else lv),
-                         _m(web, "per_request", p, "L3") if qk == "L3_webcrypto" else None))
-    rows.append(("§03 JWT sign", article.ONE_TIME["jwt_sign"][0], _m(prim, "jwt", "rows", "jwt_sign_hs256"),
-                 _m(node, "one_time", "jwt_sign_hs256"), None))
-    rows.append(("§03 RSA handshake (RSA-2048 here)", article.ONE_TIME["rsa_handshake"][0],
-                 _m(prim, "one_time", "l3_handshake_2048"), hs_n, None))
+        for lv, qk, label in (
+            ("L1", "L1", "L1"),
+            ("L2", "L2", "L2"),
+            ("L3", "L3_node", "L3 Node"),
+            ("L3", "L3_webcrypto", "L3 WebCrypto"),
+        ):
+            rows.append(
+                (
+                    f"§02 {label}, {p}",
+                    q[p][qk],
+                    _m(prim, "per_request", p, lv),
+                    _m(node, "per_request", p, qk if lv == "L3" else lv),
+                    _m(web, "per_request", p, "L3") if qk == "L3_webcrypto" else None,
+                )
+            )
+    rows.append(
+        (
+            "§03 JWT sign",
+            article.ONE_TIME["jwt_sign"][0],
+            _m(prim, "jwt", "rows", "jwt_sign_hs256"),
+            _m(node, "one_time", "jwt_sign_hs256"),
+            None,
+        )
+    )
+    rows.append(
+        (
+            "§03 RSA handshake (RSA-2048 here)",
+            article.ONE_TIME["rsa_handshake"][0],
+            _m(prim, "one_time", "l3_handshake_2048"),
+            hs_n,
+            None,
+        )
+    )
     enc, both = "aes_gcm_encrypt", "aes_gcm_encrypt_decrypt"
-    for label, ours, qk, web_key in (("§04 encrypt", enc, "node_encrypt", None),
-                                     ("§04 decrypt", "aes_gcm_decrypt", "node_decrypt", None),
-                                     ("§04 WebCrypto encrypt", enc, "webcrypto_encrypt", enc),
-                                     ("§04 WebCrypto encrypt + decrypt", both, "webcrypto_encrypt_decrypt", both)):
-        rows.append((label + " 1 KB", article.ENC_DEC_1KB[qk], _m(e, ours), _m(node, "enc_dec_1kb", qk),
-                     _m(web, "enc_dec_1kb", web_key) if web_key else None))
+    for label, ours, qk, web_key in (
+        ("§04 encrypt", enc, "node_encrypt", None),
+        ("§04 decrypt", "aes_gcm_decrypt", "node_decrypt", None),
+        ("§04 WebCrypto encrypt", enc, "webcrypto_encrypt", enc),
+        ("§04 WebCrypto encrypt + decrypt", both, "webcrypto_encrypt_decrypt", both),
+    ):
+        rows.append(
+            (
+                label + " 1 KB",
+                article.ENC_DEC_1KB[qk],
+                _m(e, ours),
+                _m(node, "enc_dec_1kb", qk),
+                _m(web, "enc_dec_1kb", web_key) if web_key else None,
+            )
+        )
     l4 = _m(prim, "per_request", "1 KB", "L4")
     cells = [[r, ms(qv), ms(o), ms(n), ms(c), ratio(o, qv), ratio(c, qv)] for r, qv, o, n, c in rows]
-    cells.append(["§07 L4 per message (article: RSA per message)", "5-15", ms(l4),
-                  ms(_m(node, "per_request", "1 KB", "L4")), ms(_m(web, "per_request", "1 KB", "L4")),
-                  ratio(l4, 5.0) + " of the low end", ratio(_m(web, "per_request", "1 KB", "L4"), 5.0)])
-    text = _table(["article row", "article (quoted) ms", "ours ms", "Node here ms", "Chromium here ms",
-                   "ours / article", "Chromium / article"], cells)
+    cells.append(
+        [
+            "§07 L4 per message (article: RSA per message)",
+            "5-15",
+            ms(l4),
+            ms(_m(node, "per_request", "1 KB", "L4")),
+            ms(_m(web, "per_request", "1 KB", "L4")),
+            ratio(l4, 5.0) + " of the low end",
+            ratio(_m(web, "per_request", "1 KB", "L4"), 5.0),
+        ]
+    )
+    text = _table(
+        [
+            "article row",
+            "article (quoted) ms",
+            "ours ms",
+            "Node here ms",
+            "Chromium here ms",
+            "ours / article",
+            "Chromium / article",
+        ],
+        cells,
+    )
     c4 = _config(path, 4, False)
     if c4:
         s = c4["split_mean_ms"]
@@ -165,12 +236,13 @@ def _closing(prim, node, path, web=None) -> str:
             f"{ms(s[big])} ms of a {ms(total)} ms mean message ({100 * s[big] / total:.0f} %)."
         )
         if big != "client_crypto_ms":
-            text += (f" Client crypto (seal + open, mostly the receiver's RSA unwrap) is "
-                     f"{ms(s['client_crypto_ms'])} ms ({100 * s['client_crypto_ms'] / total:.0f} %).")
+            text += (
+                f" Client crypto (seal + open, mostly the receiver's RSA unwrap) is "
+                f"{ms(s['client_crypto_ms'])} ms ({100 * s['client_crypto_ms'] / total:.0f} %)."
+            )
         else:
             text += " Client crypto is seal + open, mostly the receiver's one RSA-OAEP unwrap."
     return text
-
 
 
 def extra_sections(v: View) -> str | None:
@@ -189,8 +261,10 @@ def decisions(v: View) -> str | None:
     """§08: the article's decision table, answered from this run (it needs the primitives suite)."""
     if not v.primitives:
         return None
-    return section("08 The article's decision table, answered from this run",
-                   _decisions(v.primitives or {}, v.path, v.context, v.relay, v.node))
+    return section(
+        "08 The article's decision table, answered from this run",
+        _decisions(v.primitives or {}, v.path, v.context, v.relay, v.node),
+    )
 
 
 def targets(v: View) -> str:

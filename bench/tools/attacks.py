@@ -69,8 +69,12 @@ class Outcome:
 
 Attack = Callable[[Path], Awaitable[object]]
 
-FAST_RELAY = {"E2EE_ARGON2_TIME_COST": "1", "E2EE_ARGON2_MEMORY_KIB": "8192", "E2EE_ARGON2_PARALLELISM": "1",
-              "E2EE_RATE_LOGINS_PER_MIN": "600"}
+FAST_RELAY = {
+    "E2EE_ARGON2_TIME_COST": "1",
+    "E2EE_ARGON2_MEMORY_KIB": "8192",
+    "E2EE_ARGON2_PARALLELISM": "1",
+    "E2EE_RATE_LOGINS_PER_MIN": "600",
+}
 FAST_KDF = {"iterations": 1, "memory_kib": 8192, "lanes": 1}
 PASSWORD = "attack demo password"
 
@@ -103,8 +107,9 @@ class Stage:
         self._drains: list[asyncio.Task] = []
 
     async def user(self, name: str, *, connect: bool = True, capture: bool = False) -> ChatClient:
-        client = (Capturing if capture else ChatClient)(self.relay.url, name, self.root / "clients", kdf=FAST_KDF,
-                                                        backoff=(0.05, 0.5))
+        client = (Capturing if capture else ChatClient)(
+            self.relay.url, name, self.root / "clients", kdf=FAST_KDF, backoff=(0.05, 0.5)
+        )
         self.clients[name] = client
         self.seen[name] = []
         self._drains.append(asyncio.create_task(self._drain(client, self.seen[name])))
@@ -158,8 +163,13 @@ def as_outcome(name: str, result: object) -> Outcome:
     """An :class:`Outcome` from what an attack returned (an Outcome, or ``attack``/``shown``/``held``)."""
     if isinstance(result, Outcome):
         return result
-    return Outcome(name, str(getattr(result, "attack", "")), {"user": str(getattr(result, "shown", ""))},
-                   read=None, held=bool(getattr(result, "held", False)))
+    return Outcome(
+        name,
+        str(getattr(result, "attack", "")),
+        {"user": str(getattr(result, "shown", ""))},
+        read=None,
+        held=bool(getattr(result, "held", False)),
+    )
 
 
 async def run(names: list[str] | None = None, root: Path | None = None) -> list[Outcome]:
@@ -201,7 +211,10 @@ def main(argv: list[str] | None = None, console: Console | None = None) -> int:
     outcomes = asyncio.run(run(args.only, args.data_dir))
     console.print(table(outcomes))
     failed = [o.name for o in outcomes if not o.ok]
-    console.print(Text(f"{len(outcomes) - len(failed)} of {len(outcomes)} attacks held; attackers read "
-                       f"{sum(o.read or 0 for o in outcomes)} messages" + (f"; FAILED: {', '.join(failed)}"
-                                                                           if failed else "")))
+    console.print(
+        Text(
+            f"{len(outcomes) - len(failed)} of {len(outcomes)} attacks held; attackers read "
+            f"{sum(o.read or 0 for o in outcomes)} messages" + (f"; FAILED: {', '.join(failed)}" if failed else "")
+        )
+    )
     return 1 if failed else 0

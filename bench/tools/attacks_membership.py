@@ -33,8 +33,9 @@ from .attacks import PASSWORD, Outcome, Stage, canaries, canary_hits
 MEMBERS = ("alice", "bob", "carol")
 
 
-async def _team(stage: Stage, attacker: str | None = "mallory", capture: str | None = None
-                ) -> tuple[dict[str, ChatClient], str]:
+async def _team(
+    stage: Stage, attacker: str | None = "mallory", capture: str | None = None
+) -> tuple[dict[str, ChatClient], str]:
     """The attacker (capturing its frames) and alice, bob, carol (``capture``: one of them
     captures too); alice creates "attack team" with bob and carol."""
     if attacker:
@@ -79,21 +80,34 @@ async def _shown(stage: Stage, client: ChatClient, conv: str, sent: str | None) 
         parts.append(f"could not verify {len(unreadable)} ({', '.join(dict.fromkeys(unreadable))})")
     if sent and sent != "stored":
         parts.append(f"own message not sent ({sent})")
-    return "; ".join(parts), {"warnings": warnings, "unreadable": unreadable, "read": read,
-                              "members": list(client.members.get(conv, []))}
+    return "; ".join(parts), {
+        "warnings": warnings,
+        "unreadable": unreadable,
+        "read": read,
+        "members": list(client.members.get(conv, [])),
+    }
 
 
-async def _outcome(stage: Stage, name: str, relay_did: str, people: dict, conv: str, attacker: ChatClient,
-                   texts: list[str], sent: dict) -> Outcome:
+async def _outcome(
+    stage: Stage, name: str, relay_did: str, people: dict, conv: str, attacker: ChatClient, texts: list[str], sent: dict
+) -> Outcome:
     shown, facts = {}, {}
     for n, c in people.items():
         shown[n], facts[n] = await _shown(stage, c, conv, sent.get(n))
     read = sum(1 for e in stage.of(attacker.username, MessageReceived) if e.conversation == conv)
     got = [e.reason for e in stage.of(attacker.username, MessageUnreadable) if e.conversation == conv]
     shown[attacker.username] = f"received {len(got)} envelope(s), read {read}" + (
-        f" ({', '.join(dict.fromkeys(got))})" if got else "")
-    return Outcome(name, relay_did, shown, attacker.username, read, await canary_hits(attacker, texts),
-                   details={"clients": facts, "attacker_unreadable": got, "sent": sent})
+        f" ({', '.join(dict.fromkeys(got))})" if got else ""
+    )
+    return Outcome(
+        name,
+        relay_did,
+        shown,
+        attacker.username,
+        read,
+        await canary_hits(attacker, texts),
+        details={"clients": facts, "attacker_unreadable": got, "sent": sent},
+    )
 
 
 async def _relay_attack(root: Path, name: str, mode: str, relay_did: str, prepare) -> Outcome:
@@ -114,8 +128,13 @@ async def member_insert(root: Path) -> Outcome:
         people, conv = await _team(stage)
         return people, conv, stage.clients["mallory"]
 
-    return await _relay_attack(root, "member-insert", "member-insert:mallory", "appended a forged “alice adds "
-                               "mallory” (bad signature) to the log, listed mallory, handed her every message", prepare)
+    return await _relay_attack(
+        root,
+        "member-insert",
+        "member-insert:mallory",
+        "appended a forged “alice adds mallory” (bad signature) to the log, listed mallory, handed her every message",
+        prepare,
+    )
 
 
 async def drop_removal(root: Path) -> Outcome:
@@ -125,8 +144,13 @@ async def drop_removal(root: Path) -> Outcome:
         await people["alice"].change_members(conv, remove=["carol"])
         return people, conv, carol
 
-    return await _relay_attack(root, "drop-removal", "drop-removal", "hid alice's removal of carol from everyone's "
-                               "log and head, kept handing carol every message", prepare)
+    return await _relay_attack(
+        root,
+        "drop-removal",
+        "drop-removal",
+        "hid alice's removal of carol from everyone's log and head, kept handing carol every message",
+        prepare,
+    )
 
 
 async def fork(root: Path) -> Outcome:
@@ -135,8 +159,14 @@ async def fork(root: Path) -> Outcome:
         await people["bob"].refresh_conversations()  # bob now sees the relay's variant of what he verified
         return people, conv, stage.clients["mallory"]
 
-    return await _relay_attack(root, "fork", "fork:bob", "after bob verified the log, showed him a variant of it "
-                               "listing mallory (the real signature kept); handed mallory every message", prepare)
+    return await _relay_attack(
+        root,
+        "fork",
+        "fork:bob",
+        "after bob verified the log, showed him a variant of it "
+        "listing mallory (the real signature kept); handed mallory every message",
+        prepare,
+    )
 
 
 async def replay_statement(root: Path) -> Outcome:
@@ -150,9 +180,14 @@ async def replay_statement(root: Path) -> Outcome:
             await c.refresh_conversations()
         return people, conv, mallory
 
-    return await _relay_attack(root, "replay-statement", "replay-statement", "appended the valid creation statement "
-                               "of “alice and mallory” to this conversation's log; handed mallory every message",
-                               prepare)
+    return await _relay_attack(
+        root,
+        "replay-statement",
+        "replay-statement",
+        "appended the valid creation statement "
+        "of “alice and mallory” to this conversation's log; handed mallory every message",
+        prepare,
+    )
 
 
 async def password_only(root: Path) -> Outcome:
@@ -174,14 +209,26 @@ async def password_only(root: Path) -> Outcome:
             sig = b64u_encode(mallory.identity.sign_private.sign(membership.signing_input(claimed_bob)))
             attempts = {
                 "old members route": ("POST", f"/v1/conversations/{conv}/members", {"add": ["mallory"]}),
-                "statement signed by the thief's own key": ("POST", f"/v1/conversations/{conv}/log",
-                                                            {"statement": forged.signed}),
-                "statement claiming bob's key": ("POST", f"/v1/conversations/{conv}/log",
-                                                 {"statement": f"{claimed_bob}.{sig}"}),
-                "replace bob's keys": ("POST", "/v1/keys/rotate", {
-                    "wrap_key": b64u_encode(spki_der(mallory.identity.public.wrap_key)),
-                    "sign_key": b64u_encode(spki_der(mallory.identity.public.sign_key)), "counter": 1,
-                    "signature": b64u_encode(bytes(64))}),
+                "statement signed by the thief's own key": (
+                    "POST",
+                    f"/v1/conversations/{conv}/log",
+                    {"statement": forged.signed},
+                ),
+                "statement claiming bob's key": (
+                    "POST",
+                    f"/v1/conversations/{conv}/log",
+                    {"statement": f"{claimed_bob}.{sig}"},
+                ),
+                "replace bob's keys": (
+                    "POST",
+                    "/v1/keys/rotate",
+                    {
+                        "wrap_key": b64u_encode(spki_der(mallory.identity.public.wrap_key)),
+                        "sign_key": b64u_encode(spki_der(mallory.identity.public.sign_key)),
+                        "counter": 1,
+                        "signature": b64u_encode(bytes(64)),
+                    },
+                ),
             }
             for what, (method, path, doc) in attempts.items():
                 r = await http.request(method, path, json=doc, headers=auth)
@@ -212,11 +259,18 @@ async def password_only(root: Path) -> Outcome:
 
         hits = sum(1 for blob in frames_seen for t in texts for needle in forms(t).values() if needle in blob)
         envelopes = sum(1 for f in frames_seen if b'"type":"msg"' in f)
-        return Outcome("password-only", "honest relay; the password holder tried the old members route, "
-                       "statements signed with its own key or claiming bob's, replacing bob's keys, and listened "
-                       "on bob's account", shown, "bob's password holder", 0, hits,
-                       held=refused and people["alice"].membership.head(conv).ep == 0,
-                       details={"tries": tries, "envelopes": envelopes, "members": people["alice"].members[conv]})
+        return Outcome(
+            "password-only",
+            "honest relay; the password holder tried the old members route, "
+            "statements signed with its own key or claiming bob's, replacing bob's keys, and listened "
+            "on bob's account",
+            shown,
+            "bob's password holder",
+            0,
+            hits,
+            held=refused and people["alice"].membership.head(conv).ep == 0,
+            details={"tries": tries, "envelopes": envelopes, "members": people["alice"].members[conv]},
+        )
     finally:
         await stage.close()
 
@@ -233,7 +287,10 @@ def _rewrite_akid(body_b64: str, akid: str) -> str:
 
 
 ATTACKS = {
-    "member-insert": member_insert, "drop-removal": drop_removal, "fork": fork,
-    "replay-statement": replay_statement, "password-only": password_only,
+    "member-insert": member_insert,
+    "drop-removal": drop_removal,
+    "fork": fork,
+    "replay-statement": replay_statement,
+    "password-only": password_only,
 }
 """The membership attacks by name, in the order the demo runs them."""

@@ -69,9 +69,10 @@ async def run_chat(relay_url: str, profiles: Path, console: Console, level: int 
     from client_tui.core import ChatClient, MessageReceived
     from client_tui.levels import LevelClient, LevelMessage
 
-    accounts = {u: ChatClient(relay_url, u, profiles, kdf={"iterations": 2, "memory_kib": 19456, "lanes": 1},
-                              relay_level=level)
-                for u in USERS}
+    accounts = {
+        u: ChatClient(relay_url, u, profiles, kdf={"iterations": 2, "memory_kib": 19456, "lanes": 1}, relay_level=level)
+        for u in USERS
+    }
     console.print("[bold]1.[/] registering alice, bob, carol (RSA-3072 + Ed25519 keys generated locally)")
     await asyncio.gather(*(c.register(PASSWORD, f"{u} passphrase") for u, c in accounts.items()))
     conv = await accounts["alice"].create_conversation("launch team", ["bob", "carol"])
@@ -96,9 +97,14 @@ async def run_chat(relay_url: str, profiles: Path, console: Console, level: int 
                 received[user].append(ev)
 
     collectors = [asyncio.create_task(collect(u)) for u in USERS]
-    console.print("[bold]3.[/] chatting " + (
-        "(each message: 1 AES-256-GCM encryption, 3 RSA-OAEP wraps, 1 signature)" if level == 4 else
-        f"at level {level}: the relay reads every message"))
+    console.print(
+        "[bold]3.[/] chatting "
+        + (
+            "(each message: 1 AES-256-GCM encryption, 3 RSA-OAEP wraps, 1 signature)"
+            if level == 4
+            else f"at level {level}: the relay reads every message"
+        )
+    )
     for sender, text in SCRIPT:
         sent = await clients[sender].send_text(conv, text)
         console.print(f"   {sender} sent seq={sent.seq}")
@@ -177,11 +183,18 @@ def _main(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="e2ee-demo", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("--data-dir", type=Path, help="folder for the relay and client files (default: a new temp dir)")
-    parser.add_argument("--level", type=int, choices=[1, 2, 3, 4],
-                        help="run only this level (default: level 4, then the level-3 contrast)")
-    parser.add_argument("--attacks", action="store_true",
-                        help="instead: run the attacks on the trust layer against hostile relays and print a table "
-                             "(status 1 if any attacker read anything); --only NAME... picks some")
+    parser.add_argument(
+        "--level",
+        type=int,
+        choices=[1, 2, 3, 4],
+        help="run only this level (default: level 4, then the level-3 contrast)",
+    )
+    parser.add_argument(
+        "--attacks",
+        action="store_true",
+        help="instead: run the attacks on the trust layer against hostile relays and print a table "
+        "(status 1 if any attacker read anything); --only NAME... picks some",
+    )
     parser.add_argument("--only", nargs="+", metavar="NAME", help="with --attacks: only these attacks")
     args = parser.parse_args(argv)
     require("e2ee-demo", "demo")  # --help and --version need no extra; the demo runs a relay and clients
@@ -190,8 +203,12 @@ def _main(argv: list[str] | None) -> int:
     if args.attacks:
         from . import attacks
 
-        return attacks.main([*(["--only", *args.only] if args.only else []),
-                             *(["--data-dir", str(args.data_dir)] if args.data_dir else [])])
+        return attacks.main(
+            [
+                *(["--only", *args.only] if args.only else []),
+                *(["--data-dir", str(args.data_dir)] if args.data_dir else []),
+            ]
+        )
     console = Console()
     if not console.is_terminal:
         console = Console(width=120)  # piped output: do not wrap paths and texts at 80 columns
@@ -206,8 +223,10 @@ def _main(argv: list[str] | None) -> int:
         console.print("\n[bold]4.[/] what each client " + ("decrypted" if level == 4 else "received"))
         print_screens(received, console)
         print_stored(relay_dir, console)
-        console.print("\n[bold]6.[/] searching the relay's database (with -wal) and logs for every plaintext "
-                      "(UTF-8, base64, base64url, hex)")
+        console.print(
+            "\n[bold]6.[/] searching the relay's database (with -wal) and logs for every plaintext "
+            "(UTF-8, base64, base64url, hex)"
+        )
         for name, form, text in hits:
             console.print(f"   {'[red]HIT[/]' if level == 4 else 'found'} {name}: {form} of {text!r}")
         console.print(f"plaintext hits: {len(hits)}" + ("" if level == 4 else " (expected at this level)"))
@@ -220,8 +239,10 @@ def _main(argv: list[str] | None) -> int:
             console.print("[red bold]FAIL: the search found nothing at a level where the relay reads the text[/]")
             status = 1
         else:
-            console.print(f"[yellow]at level {level} the relay stores readable text: the same search finds "
-                          f"{len({t for _, _, t in hits})} of {len(SCRIPT)} messages[/]")
+            console.print(
+                f"[yellow]at level {level} the relay stores readable text: the same search finds "
+                f"{len({t for _, _, t in hits})} of {len(SCRIPT)} messages[/]"
+            )
     return status
 
 

@@ -71,10 +71,24 @@ from .hostile_membership import MembershipAttacks
 log = logging.getLogger("e2ee.relay.hostile")
 
 MODES = {
-    "replay": "1", "reorder": None, "drop": "3", "duplicate": None, "move": None, "sender": None,
-    "sender-header": None, "strip": "", "swap": None, "header": None, "tag": None, "key-first": "mallory",
-    "key-mid": "mallory", "key-name": "mallory", "key-swap": "mallory,carol", "key-retired": None,
-    "lose-ack": None, "crash": "1",
+    "replay": "1",
+    "reorder": None,
+    "drop": "3",
+    "duplicate": None,
+    "move": None,
+    "sender": None,
+    "sender-header": None,
+    "strip": "",
+    "swap": None,
+    "header": None,
+    "tag": None,
+    "key-first": "mallory",
+    "key-mid": "mallory",
+    "key-name": "mallory",
+    "key-swap": "mallory,carol",
+    "key-retired": None,
+    "lose-ack": None,
+    "crash": "1",
 }
 MODES.update(MEMBERSHIP_MODES)
 """Every mode and its default argument (None: takes no argument)."""
@@ -185,21 +199,34 @@ class _Directory:
         return self._db.execute(sql, args).fetchall()
 
     def members(self, conversation: str) -> list[str]:
-        return [r[0] for r in self._rows(
-            "SELECT u.username FROM members m JOIN users u ON u.id = m.user_id WHERE m.conversation_id = ? "
-            "ORDER BY u.username", conversation)]
+        return [
+            r[0]
+            for r in self._rows(
+                "SELECT u.username FROM members m JOIN users u ON u.id = m.user_id WHERE m.conversation_id = ? "
+                "ORDER BY u.username",
+                conversation,
+            )
+        ]
 
     def conversations(self, user: str) -> list[str]:
         """The user's conversations, the most recently created first."""
-        return [r[0] for r in self._rows(
-            "SELECT c.id FROM conversations c JOIN members m ON m.conversation_id = c.id "
-            "JOIN users u ON u.id = m.user_id WHERE u.username = ? ORDER BY c.created_at_ms DESC, c.id", user)]
+        return [
+            r[0]
+            for r in self._rows(
+                "SELECT c.id FROM conversations c JOIN members m ON m.conversation_id = c.id "
+                "JOIN users u ON u.id = m.user_id WHERE u.username = ? ORDER BY c.created_at_ms DESC, c.id",
+                user,
+            )
+        ]
 
     def oldest_keys(self, user: str) -> tuple[str, bytes, bytes, str, str] | None:
         """``(current wrap_kid, oldest wrap SPKI, oldest sign SPKI, oldest wrap_kid, oldest sign_kid)`` of a
         user who has rotated at least once, else None."""
-        rows = self._rows("SELECT k.wrap_kid, k.wrap_key, k.sign_key, k.sign_kid, k.current FROM user_keys k "
-                          "JOIN users u ON u.id = k.user_id WHERE u.username = ? ORDER BY k.id", user)
+        rows = self._rows(
+            "SELECT k.wrap_kid, k.wrap_key, k.sign_key, k.sign_kid, k.current FROM user_keys k "
+            "JOIN users u ON u.id = k.user_id WHERE u.username = ? ORDER BY k.id",
+            user,
+        )
         current = [r[0] for r in rows if r[4]]
         if len(rows) < 2 or not current:
             return None
@@ -207,8 +234,11 @@ class _Directory:
 
     def kids(self, user: str) -> tuple[str, str] | None:
         """``(wrap_kid, sign_kid)`` of the user's current keys."""
-        rows = self._rows("SELECT k.wrap_kid, k.sign_kid FROM user_keys k JOIN users u ON u.id = k.user_id "
-                          "WHERE u.username = ? AND k.current = 1", user)
+        rows = self._rows(
+            "SELECT k.wrap_kid, k.sign_kid FROM user_keys k JOIN users u ON u.id = k.user_id "
+            "WHERE u.username = ? AND k.current = 1",
+            user,
+        )
         return rows[0] if rows else None
 
 
@@ -246,8 +276,9 @@ class HostileRelay:
             check(settings.hostile, settings.db_url)
             self._dir = _Directory(settings.db_url.removeprefix("sqlite+aiosqlite:///"))
         if self.mode in MEMBERSHIP_MODES:
-            self._members = MembershipAttacks(self, self.mode, self.arg, settings.db_url.removeprefix(
-                "sqlite+aiosqlite:///"))
+            self._members = MembershipAttacks(
+                self, self.mode, self.arg, settings.db_url.removeprefix("sqlite+aiosqlite:///")
+            )
         for line in (
             "=" * 78,
             f"HOSTILE RELAY, mode {settings.hostile!r}: this relay ATTACKS ITS OWN CLIENTS.",
@@ -277,8 +308,12 @@ class HostileRelay:
                 await send(message)
 
             return await self.app(scope, receive, hostile_send)
-        if scope["type"] == "http" and self._members is not None and scope["method"] == "GET" and \
-                await self._members.http(scope, receive, send, _token_subject(scope)):
+        if (
+            scope["type"] == "http"
+            and self._members is not None
+            and scope["method"] == "GET"
+            and await self._members.http(scope, receive, send, _token_subject(scope))
+        ):
             return None
         if scope["type"] == "http" and self.mode in KEY_MODES and scope["method"] == "GET":
             m = _KEYS_PATH.match(scope["path"])
@@ -452,8 +487,9 @@ class HostileRelay:
             self._fetched[seen] = 1
             return body
         doc = json.loads(body)
-        doc.update(wrap_key=b64u_encode(oldest[1]), sign_key=b64u_encode(oldest[2]), wrap_kid=oldest[3],
-                   sign_kid=oldest[4])
+        doc.update(
+            wrap_key=b64u_encode(oldest[1]), sign_key=b64u_encode(oldest[2]), wrap_kid=oldest[3], sign_kid=oldest[4]
+        )
         self._attack("served %s's retired keys to %s", username, requester)
         return json.dumps(doc).encode()
 

@@ -50,20 +50,26 @@ class _Log:
         self._db = sqlite3.connect(path, check_same_thread=False)
 
     def statements(self, cid: str) -> list[Statement]:
-        rows = self._db.execute("SELECT statement FROM membership_log WHERE conversation_id = ? ORDER BY epoch",
-                                (cid,)).fetchall()
+        rows = self._db.execute(
+            "SELECT statement FROM membership_log WHERE conversation_id = ? ORDER BY epoch", (cid,)
+        ).fetchall()
         return [membership.parse(r[0]) for r in rows]
 
     def others(self, cid: str) -> list[Statement]:
         """The newest statement of every other conversation."""
         rows = self._db.execute(
             "SELECT l.statement FROM membership_log l JOIN conversations c ON c.id = l.conversation_id "
-            "WHERE l.conversation_id != ? AND l.epoch = c.epoch", (cid,)).fetchall()
+            "WHERE l.conversation_id != ? AND l.epoch = c.epoch",
+            (cid,),
+        ).fetchall()
         return [membership.parse(r[0]) for r in rows]
 
     def kids(self, user: str) -> tuple[str, str] | None:
-        rows = self._db.execute("SELECT k.wrap_kid, k.sign_kid FROM user_keys k JOIN users u ON u.id = k.user_id "
-                                "WHERE u.username = ? AND k.current = 1", (user,)).fetchall()
+        rows = self._db.execute(
+            "SELECT k.wrap_kid, k.sign_kid FROM user_keys k JOIN users u ON u.id = k.user_id "
+            "WHERE u.username = ? AND k.current = 1",
+            (user,),
+        ).fetchall()
         return rows[0] if rows else None
 
 
@@ -71,10 +77,20 @@ def _forge(base: Statement, **over) -> Statement:
     """A statement like ``base`` with fields changed, canonical, with a signature that cannot
     verify (the relay has no member's key): noise, or ``base``'s own signature (``keep_sig``)."""
     keep_sig = over.pop("keep_sig", False)
-    body = {"v": membership.VERSION, "typ": membership.TYP, "cid": base.cid, "ep": base.ep, "op": base.op,
-            "actor": base.actor, "akid": base.akid, "title": base.title, "prev": base.prev, "ts": base.ts,
-            "admins": list(base.admins) if base.admins is not None else None,
-            "members": [{"u": m.username, "wk": m.wrap_kid, "sk": m.sign_kid} for m in base.members]} | over
+    body = {
+        "v": membership.VERSION,
+        "typ": membership.TYP,
+        "cid": base.cid,
+        "ep": base.ep,
+        "op": base.op,
+        "actor": base.actor,
+        "akid": base.akid,
+        "title": base.title,
+        "prev": base.prev,
+        "ts": base.ts,
+        "admins": list(base.admins) if base.admins is not None else None,
+        "members": [{"u": m.username, "wk": m.wrap_kid, "sk": m.sign_kid} for m in base.members],
+    } | over
     body["members"] = sorted(body["members"], key=lambda m: m["u"].encode())
     body_b64 = b64u_encode(json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode())
     sig = base.sig if keep_sig else hashlib.sha512(body_b64.encode()).digest()
@@ -111,10 +127,16 @@ class MembershipAttacks:
             if forged is None:
                 actor = head.members[0]
                 forged = self._forged[head.hash] = _forge(
-                    head, op="add", ep=head.ep + 1, prev=head.hash, actor=actor.username, akid=actor.sign_kid,
-                    ts=int(time.time() * 1000), members=[{"u": m.username, "wk": m.wrap_kid, "sk": m.sign_kid}
-                                                         for m in head.members] + [
-                        {"u": ghost, "wk": kids[0], "sk": kids[1]}])
+                    head,
+                    op="add",
+                    ep=head.ep + 1,
+                    prev=head.hash,
+                    actor=actor.username,
+                    akid=actor.sign_kid,
+                    ts=int(time.time() * 1000),
+                    members=[{"u": m.username, "wk": m.wrap_kid, "sk": m.sign_kid} for m in head.members]
+                    + [{"u": ghost, "wk": kids[0], "sk": kids[1]}],
+                )
             return [*real, forged], {ghost}
         if self.mode == "drop-removal":
             cut = next((i for i, st in enumerate(real) if st.op == "remove"), None)
@@ -130,9 +152,14 @@ class MembershipAttacks:
             for st in real:
                 key = (viewer, cid, st.ep)
                 if key in self._seen and kids is not None and st.member(GHOST) is None:
-                    out.append(_forge(st, keep_sig=True, members=[
-                        {"u": m.username, "wk": m.wrap_kid, "sk": m.sign_kid} for m in st.members] + [
-                        {"u": GHOST, "wk": kids[0], "sk": kids[1]}]))
+                    out.append(
+                        _forge(
+                            st,
+                            keep_sig=True,
+                            members=[{"u": m.username, "wk": m.wrap_kid, "sk": m.sign_kid} for m in st.members]
+                            + [{"u": GHOST, "wk": kids[0], "sk": kids[1]}],
+                        )
+                    )
                 else:
                     out.append(st)
                 if served:
@@ -174,8 +201,9 @@ class MembershipAttacks:
         real = {st.hash for st in self.log.statements(cid)}
         served = [st for st in shown if st.ep > after or (st.cid != cid and st.hash not in real)]
         if [st.signed for st in served] != doc["statements"] or ghosts:
-            self.relay._attack("served %s a %s log of %s (ghosts: %s)", viewer, self.mode, cid,
-                               ", ".join(sorted(ghosts)) or "none")
+            self.relay._attack(
+                "served %s a %s log of %s (ghosts: %s)", viewer, self.mode, cid, ", ".join(sorted(ghosts)) or "none"
+            )
         head = shown[-1]
         epoch = head.ep if head.cid == cid else shown[-2].ep + 1
         return {**doc, "statements": [st.signed for st in served], "epoch": epoch, "head": head.hash}
@@ -186,8 +214,12 @@ class MembershipAttacks:
             return conv
         head = shown[-1]
         epoch = head.ep if head.cid == conv["id"] else shown[-2].ep + 1
-        return {**conv, "members": sorted(set(conv["members"]) | set(head.usernames) if head.cid != conv["id"]
-                                          else head.usernames), "epoch": epoch, "head": head.hash}
+        return {
+            **conv,
+            "members": sorted(set(conv["members"]) | set(head.usernames) if head.cid != conv["id"] else head.usernames),
+            "epoch": epoch,
+            "head": head.hash,
+        }
 
     # -- the websocket ---------------------------------------------------------------------------------
     async def after_send(self, wire, text: str) -> None:
@@ -209,8 +241,9 @@ class MembershipAttacks:
                 if other.cut or other.send is None or key in self._injected:
                     continue
                 self._injected.add(key)
-                self.relay._attack("handed seq=%d of %s to %s, who is not a member", frame.seq,
-                                   frame.conversation, ghost)
+                self.relay._attack(
+                    "handed seq=%d of %s to %s, who is not a member", frame.seq, frame.conversation, ghost
+                )
                 try:
                     await other.send({"type": "websocket.send", "text": text})
                 except Exception:  # that connection is gone

@@ -35,8 +35,12 @@ from shared.keys import Identity, PublicIdentity
 from .attacks import Outcome
 from .salamander import salamander
 
-FAST_RELAY = {"E2EE_ARGON2_TIME_COST": "1", "E2EE_ARGON2_MEMORY_KIB": "8192", "E2EE_ARGON2_PARALLELISM": "1",
-              "E2EE_RATE_LOGINS_PER_MIN": "600"}
+FAST_RELAY = {
+    "E2EE_ARGON2_TIME_COST": "1",
+    "E2EE_ARGON2_MEMORY_KIB": "8192",
+    "E2EE_ARGON2_PARALLELISM": "1",
+    "E2EE_RATE_LOGINS_PER_MIN": "600",
+}
 FAST_KDF = {"iterations": 1, "memory_kib": 8192, "lanes": 1}
 PASSWORD = "attack demo password"
 _OAEP = padding.OAEP(mgf=padding.MGF1(algorithm=hashes.SHA256()), algorithm=hashes.SHA256(), label=None)
@@ -78,8 +82,14 @@ async def key_name(root: Path) -> Outcome:
         except E2EEError as exc:
             shown, refused = exc.message, exc.code == ErrorCode.KEY_ANSWER_MISMATCH
         held = refused and set(alice.contacts) == {"alice"}
-        return Outcome("key-name", "answered alice's key fetch for carol with mallory's keys, under mallory's name",
-                       {"alice": shown}, attacker="the relay", read=None, held=held)
+        return Outcome(
+            "key-name",
+            "answered alice's key fetch for carol with mallory's keys, under mallory's name",
+            {"alice": shown},
+            attacker="the relay",
+            read=None,
+            held=held,
+        )
     finally:
         await stage.close()
 
@@ -101,8 +111,14 @@ async def key_swap(root: Path) -> Outcome:
             shown, refused = exc.message, True
         c = alice.contacts["bob"]
         held = refused and not c.verified and c.previous == []
-        return Outcome("key-swap", "served mallory's keys as bob's, then carol's while alice compared the number "
-                       "and pressed Mark verified", {"alice": shown}, attacker="the relay", read=None, held=held)
+        return Outcome(
+            "key-swap",
+            "served mallory's keys as bob's, then carol's while alice compared the number and pressed Mark verified",
+            {"alice": shown},
+            attacker="the relay",
+            read=None,
+            held=held,
+        )
     finally:
         await stage.close()
 
@@ -120,22 +136,38 @@ async def key_retired(root: Path) -> Outcome:
         await alice.fetch_keys("bob")  # now the relay serves the retired keys again
         rollback = any(isinstance(e, KeyChanged) and e.rollback for e in _drain(alice))
         head = bob.membership.head(conv)  # bob's update statement: the log binds his new keys
-        stolen = envelope.seal("wire the money to mallory", old, conv,
-                               [alice.identity.public, bob.identity.public], counter=7, epoch=head.ep, head=head.hash)
-        async with httpx2.AsyncClient(base_url=stage.relay.url,
-                                      headers={"Authorization": f"Bearer {bob.token}"}) as http:
-            answer = await http.post(f"/v1/conversations/{conv}/messages", content=stolen,
-                                     headers={"Content-Type": "application/json"})
+        stolen = envelope.seal(
+            "wire the money to mallory",
+            old,
+            conv,
+            [alice.identity.public, bob.identity.public],
+            counter=7,
+            epoch=head.ep,
+            head=head.hash,
+        )
+        async with httpx2.AsyncClient(
+            base_url=stage.relay.url, headers={"Authorization": f"Bearer {bob.token}"}
+        ) as http:
+            answer = await http.post(
+                f"/v1/conversations/{conv}/messages", content=stolen, headers={"Content-Type": "application/json"}
+            )
             seq = answer.json()["seq"]
         await alice.connect()  # the thief's message comes by sync
         await alice.wait_synced()
         rec = await alice.history.by_seq(seq)
         held = rollback and rec is not None and rec.text is None and rec.reason == ErrorCode.RETIRED_SENDER_KEY
-        shown = (f"rollback refused; the thief's message: could not verify ({rec.reason if rec else 'missing'}: "
-                 "signed by a key bob replaced)")
-        return Outcome("key-retired", "served bob's retired keys after his rotation; a thief with bob's old key and "
-                       "password sent as bob", {"alice": shown}, attacker="the relay and a key thief", read=None,
-                       held=held)
+        shown = (
+            f"rollback refused; the thief's message: could not verify ({rec.reason if rec else 'missing'}: "
+            "signed by a key bob replaced)"
+        )
+        return Outcome(
+            "key-retired",
+            "served bob's retired keys after his rotation; a thief with bob's old key and password sent as bob",
+            {"alice": shown},
+            attacker="the relay and a key thief",
+            read=None,
+            held=held,
+        )
     finally:
         await stage.close()
 
@@ -147,8 +179,9 @@ def _drain(client: ChatClient) -> list:
     return out
 
 
-def equivocating_envelope(template: bytes, sender: Identity, honest: PublicIdentity, fooled: PublicIdentity,
-                          text: str) -> tuple[bytes, bytes, bytes]:
+def equivocating_envelope(
+    template: bytes, sender: Identity, honest: PublicIdentity, fooled: PublicIdentity, text: str
+) -> tuple[bytes, bytes, bytes]:
     """What a hostile sender builds from one of its own envelopes (``template``: its epoch, head and
     recipients): a new message whose entry for ``fooled`` wraps another content key than every
     other entry, with a ciphertext that authenticates under both keys (:mod:`bench.tools.salamander`),
@@ -160,18 +193,38 @@ def equivocating_envelope(template: bytes, sender: Identity, honest: PublicIdent
     doc = json.loads(template)
     header = json.loads(b64u_decode(doc["protected"], "protected"))
     cek, other, iv = os.urandom(32), os.urandom(32), os.urandom(12)
-    header.update(mid=b64u_encode(os.urandom(16)), ctr=header["ctr"] + 1, ts=int(time.time() * 1000),
-                  kc=b64u_encode(envelope._commitment(cek).finalize()))
+    header.update(
+        mid=b64u_encode(os.urandom(16)),
+        ctr=header["ctr"] + 1,
+        ts=int(time.time() * 1000),
+        kc=b64u_encode(envelope._commitment(cek).finalize()),
+    )
     protected = b64u_encode(json.dumps(header, separators=(",", ":")).encode())
     ct, tag = salamander(cek, other, iv, protected.encode("ascii"), text.encode())
     keys = {p.wrap_kid: p for p in (sender.public, honest, fooled)}
-    recipients = [{"header": {"kid": kid}, "encrypted_key": b64u_encode(keys[kid].wrap_key.encrypt(
-        other if kid == fooled.wrap_kid else cek, _OAEP))} for kid in header["rkids"]]
-    parts = [protected, ",".join(r["encrypted_key"] for r in recipients), b64u_encode(iv), b64u_encode(ct),
-             b64u_encode(tag)]
+    recipients = [
+        {
+            "header": {"kid": kid},
+            "encrypted_key": b64u_encode(keys[kid].wrap_key.encrypt(other if kid == fooled.wrap_kid else cek, _OAEP)),
+        }
+        for kid in header["rkids"]
+    ]
+    parts = [
+        protected,
+        ",".join(r["encrypted_key"] for r in recipients),
+        b64u_encode(iv),
+        b64u_encode(ct),
+        b64u_encode(tag),
+    ]
     sig = sender.sign_private.sign(".".join([envelope.SIG_CONTEXT.decode(), *parts]).encode())
-    out = {"protected": protected, "recipients": recipients, "iv": parts[2], "ciphertext": parts[3],
-           "tag": parts[4], "sig": b64u_encode(sig)}
+    out = {
+        "protected": protected,
+        "recipients": recipients,
+        "iv": parts[2],
+        "ciphertext": parts[3],
+        "tag": parts[4],
+        "sig": b64u_encode(sig),
+    }
     return json.dumps(out, separators=(",", ":")).encode(), cek, other
 
 
@@ -187,12 +240,17 @@ async def equivocation(root: Path) -> Outcome:
         await alice.connect()
         await alice.send_text(conv, "an honest message first")
         template = (await alice.load_history(conv))[-1].envelope
-        data, _, _ = equivocating_envelope(template, alice.identity, bob.identity.public, carol.identity.public,
-                                           "meet at noon at the north gate")
-        async with httpx2.AsyncClient(base_url=stage.relay.url,
-                                      headers={"Authorization": f"Bearer {alice.token}"}) as http:
-            seq = (await http.post(f"/v1/conversations/{conv}/messages", content=data,
-                                   headers={"Content-Type": "application/json"})).json()["seq"]
+        data, _, _ = equivocating_envelope(
+            template, alice.identity, bob.identity.public, carol.identity.public, "meet at noon at the north gate"
+        )
+        async with httpx2.AsyncClient(
+            base_url=stage.relay.url, headers={"Authorization": f"Bearer {alice.token}"}
+        ) as http:
+            seq = (
+                await http.post(
+                    f"/v1/conversations/{conv}/messages", content=data, headers={"Content-Type": "application/json"}
+                )
+            ).json()["seq"]
         recs = {}
         for c in (bob, carol):
             await c.close()  # reopen and sync: every message up to seq processed
@@ -205,14 +263,24 @@ async def equivocation(root: Path) -> Outcome:
         opened = [n for n, r in recs.items() if r is not None and r.text is not None]
         held = len(opened) <= 1 and all(r is not None for r in recs.values())
         shown = {n: "read it" if r.text is not None else f"could not verify ({r.reason})" for n, r in recs.items()}
-        return Outcome("equivocation", "(honest relay) alice, a member, wrapped different content keys for bob and "
-                       "carol under one signed envelope that AES-GCM opens under both", shown,
-                       attacker="a hostile sender", read=None, held=held, details={"opened": opened})
+        return Outcome(
+            "equivocation",
+            "(honest relay) alice, a member, wrapped different content keys for bob and "
+            "carol under one signed envelope that AES-GCM opens under both",
+            shown,
+            attacker="a hostile sender",
+            read=None,
+            held=held,
+            details={"opened": opened},
+        )
     finally:
         await stage.close()
 
 
 ATTACKS: dict[str, Callable[[Path], Awaitable[Outcome]]] = {
-    "key-name": key_name, "key-swap": key_swap, "key-retired": key_retired, "equivocation": equivocation,
+    "key-name": key_name,
+    "key-swap": key_swap,
+    "key-retired": key_retired,
+    "equivocation": equivocation,
 }
 """The key attacks by name, in the order ``e2ee-demo --attacks`` runs them (``bench.tools.attacks``)."""

@@ -34,10 +34,12 @@ PASSWORD = "load-test-password"
 def _keypair(_: int) -> tuple[bytes, bytes]:
     ident = Identity.generate("x", 2048)
     return (
-        ident.wrap_private.private_bytes(serialization.Encoding.DER, serialization.PrivateFormat.PKCS8,
-                                         serialization.NoEncryption()),
-        ident.sign_private.private_bytes(serialization.Encoding.Raw, serialization.PrivateFormat.Raw,
-                                         serialization.NoEncryption()),
+        ident.wrap_private.private_bytes(
+            serialization.Encoding.DER, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        ),
+        ident.sign_private.private_bytes(
+            serialization.Encoding.Raw, serialization.PrivateFormat.Raw, serialization.NoEncryption()
+        ),
     )
 
 
@@ -47,8 +49,10 @@ def make_identities(names: list[str]) -> list[Identity]:
 
     with ProcessPoolExecutor() as pool:
         pairs = list(pool.map(_keypair, range(len(names)), chunksize=8))
-    return [Identity(n, serialization.load_der_private_key(w, None), ed25519.Ed25519PrivateKey.from_private_bytes(s))
-            for n, (w, s) in zip(names, pairs, strict=True)]
+    return [
+        Identity(n, serialization.load_der_private_key(w, None), ed25519.Ed25519PrivateKey.from_private_bytes(s))
+        for n, (w, s) in zip(names, pairs, strict=True)
+    ]
 
 
 @dataclass
@@ -87,18 +91,31 @@ def rss_kib(pid: int) -> int:
 
 
 async def _register(http: httpx2.AsyncClient, ident: Identity) -> str:
-    body = {"username": ident.username, "password": PASSWORD,
-            "wrap_key": b64u_encode(spki_der(ident.public.wrap_key)),
-            "sign_key": b64u_encode(spki_der(ident.public.sign_key))}
+    body = {
+        "username": ident.username,
+        "password": PASSWORD,
+        "wrap_key": b64u_encode(spki_der(ident.public.wrap_key)),
+        "sign_key": b64u_encode(spki_der(ident.public.sign_key)),
+    }
     (await http.post("/v1/accounts", json=body)).raise_for_status()
     r = await http.post("/v1/token", json={"username": ident.username, "password": PASSWORD})
     r.raise_for_status()
     return r.json()["token"]
 
 
-async def run_load(url: str, *, users: int, messages: int, group_size: int = 3, senders: int | None = None,
-                   window: int = 8, open_every: int = 50, relay_pid: int | None = None, seed: int = 7,
-                   timeout_s: float = 600) -> LoadResult:
+async def run_load(
+    url: str,
+    *,
+    users: int,
+    messages: int,
+    group_size: int = 3,
+    senders: int | None = None,
+    window: int = 8,
+    open_every: int = 50,
+    relay_pid: int | None = None,
+    seed: int = 7,
+    timeout_s: float = 600,
+) -> LoadResult:
     """Connect ``users`` clients in groups of ``group_size``; ``senders`` of them (default all)
     send ``messages`` envelopes in total, each with at most ``window`` unacked; wait until every
     member received every message or ``timeout_s`` passes.
@@ -110,7 +127,7 @@ async def run_load(url: str, *, users: int, messages: int, group_size: int = 3, 
     idents = make_identities(names)
     by_name = {i.username: i for i in idents}
     result = LoadResult(users, messages)
-    groups = [names[i:i + group_size] for i in range(0, users - users % group_size, group_size)]
+    groups = [names[i : i + group_size] for i in range(0, users - users % group_size, group_size)]
     async with httpx2.AsyncClient(base_url=url, timeout=60) as http:
         sem = asyncio.Semaphore(16)
 
@@ -122,10 +139,14 @@ async def run_load(url: str, *, users: int, messages: int, group_size: int = 3, 
         convs = []
         heads: dict[str, str] = {}
         for g in groups:
-            created = membership.create(by_name[g[0]], b64u_encode(os.urandom(16)), "load",
-                                        [membership.member_of(by_name[m].public) for m in g])
-            r = await http.post("/v1/conversations", json={"statement": created.signed},
-                                headers={"Authorization": f"Bearer {tokens[g[0]]}"})
+            created = membership.create(
+                by_name[g[0]], b64u_encode(os.urandom(16)), "load", [membership.member_of(by_name[m].public) for m in g]
+            )
+            r = await http.post(
+                "/v1/conversations",
+                json={"statement": created.signed},
+                headers={"Authorization": f"Bearer {tokens[g[0]]}"},
+            )
             r.raise_for_status()
             convs.append((created.cid, list(created.usernames)))
             heads[created.cid] = created.hash
@@ -181,8 +202,9 @@ async def run_load(url: str, *, users: int, messages: int, group_size: int = 3, 
         tasks = []
         for i in range(count):
             await slots.acquire()
-            data = envelope.seal(f"load message {i} from {me}", by_name[me], cid, recipients, counter=i + 1,
-                                 epoch=0, head=heads[cid])
+            data = envelope.seal(
+                f"load message {i} from {me}", by_name[me], cid, recipients, counter=i + 1, epoch=0, head=heads[cid]
+            )
             mid = envelope.parse(data).header.mid
             expected[mid] = (me, [m for m in group if m != me])
             result.expected_deliveries += len(group) - 1

@@ -65,15 +65,23 @@ class RelayProcess:
         env: extra environment variables (``E2EE_*`` settings).
     """
 
-    def __init__(self, data_dir: Path, port: int | None = None, extra_args: list[str] | None = None,
-                 env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        port: int | None = None,
+        extra_args: list[str] | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.data_dir = Path(data_dir)
         self.port = port or free_port()
         self.extra_args = extra_args or []
         self.env = env or {}
         self.proc: subprocess.Popen | None = None
-        self.tls_cert = (Path(self.extra_args[self.extra_args.index("--ssl-certfile") + 1])
-                         if "--ssl-certfile" in self.extra_args else None)
+        self.tls_cert = (
+            Path(self.extra_args[self.extra_args.index("--ssl-certfile") + 1])
+            if "--ssl-certfile" in self.extra_args
+            else None
+        )
 
     @property
     def url(self) -> str:
@@ -114,9 +122,20 @@ class RelayProcess:
         with sigint_deferred(), open(self.data_dir / "relay.stdout", "ab") as out:  # the child keeps its copy
             _LIVE.add(self)
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "server", "serve", "--data-dir", str(self.data_dir), "--port", str(self.port),
-                 *self.extra_args],
-                stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **self.env},
+                [
+                    sys.executable,
+                    "-m",
+                    "server",
+                    "serve",
+                    "--data-dir",
+                    str(self.data_dir),
+                    "--port",
+                    str(self.port),
+                    *self.extra_args,
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **self.env},
             )
 
     def _wait_ready(self, timeout: float) -> None:

@@ -47,7 +47,7 @@ def _ecb(key: bytes, block: bytes) -> int:
 
 def _blocks(data: bytes) -> list[int]:
     data += b"\x00" * (-len(data) % 16)
-    return [int.from_bytes(data[i:i + 16], "big") for i in range(0, len(data), 16)]
+    return [int.from_bytes(data[i : i + 16], "big") for i in range(0, len(data), 16)]
 
 
 def _ghash(h: int, aad: bytes, ct: bytes) -> int:

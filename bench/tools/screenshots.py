@@ -65,14 +65,20 @@ async def scene(url: str, root: Path, out: Path) -> list[str]:
         app = ChatApp(alice, conv)
         tag = f"{size[0]}x{size[1]}"
         async with app.run_test(size=size) as pilot:
-            await _wait(lambda app=app: app.client.online
-                        and sum(r.text in texts for r in app.chat.records) == len(texts))
-            await _wait(lambda app=app: all(r.state == "delivered" for r in app.chat.records
-                                            if r.mine and r.text in texts))
+            await _wait(
+                lambda app=app: app.client.online and sum(r.text in texts for r in app.chat.records) == len(texts)
+            )
+            await _wait(
+                lambda app=app: all(r.state == "delivered" for r in app.chat.records if r.mine and r.text in texts)
+            )
             await pilot.press(*"Paper, in the safe. Sending the list now", "ctrl+j", *"(encrypted, of course)")
             await pilot.pause(0.3)
-            for name, keys in (("chat", ()), ("inspector", ("ctrl+up", "f2")), ("keys", ("f2", "ctrl+k")),
-                               ("search", ("escape", "ctrl+f", *"launch"))):
+            for name, keys in (
+                ("chat", ()),
+                ("inspector", ("ctrl+up", "f2")),
+                ("keys", ("f2", "ctrl+k")),
+                ("search", ("escape", "ctrl+f", *"launch")),
+            ):
                 for key in keys:
                     await pilot.press(key)
                 await pilot.pause(0.4)

@@ -37,18 +37,23 @@ async def register(c: ChatClient, password: str, passphrase: str, bits: int, ide
     if identity is None:
         identity = await asyncio.to_thread(Identity.generate, c.username, bits)
     pub = identity.public.to_json()
-    data = await c.rest.request("POST", "/v1/accounts", {
-        "username": c.username, "password": password, "wrap_key": pub["wrap_key"],
-        "sign_key": pub["sign_key"]}, auth=False)
+    data = await c.rest.request(
+        "POST",
+        "/v1/accounts",
+        {"username": c.username, "password": password, "wrap_key": pub["wrap_key"], "sign_key": pub["sign_key"]},
+        auth=False,
+    )
     if data.get("username") != c.username:  # the name is ours to decide, never the relay's
-        raise KeyAnswerMismatch(f"the relay registered {str(data.get('username'))[:40]!r}, "
-                                f"not {c.username!r}", field="username")
+        raise KeyAnswerMismatch(
+            f"the relay registered {str(data.get('username'))[:40]!r}, not {c.username!r}", field="username"
+        )
     if c.profile.exists() and any(c.profile.iterdir()):
         aside = c.profile.with_name(f"{c.username}.replaced-{int(time.time())}")
         log.warning("a profile for %s existed; moved to %s", c.username, aside)
         c.profile.rename(aside)
-    bundle = keystore.KeyBundle(identity, os.urandom(keystore.LOCAL_KEY_BYTES), (),
-                                os.urandom(keystore.LOCAL_KEY_BYTES))
+    bundle = keystore.KeyBundle(
+        identity, os.urandom(keystore.LOCAL_KEY_BYTES), (), os.urandom(keystore.LOCAL_KEY_BYTES)
+    )
     await asyncio.to_thread(keystore.save_bundle, c.keystore_path, bundle, passphrase, c.kdf)
     await open_local(c, bundle, passphrase, fresh=True)
     await c.rest.login(password)
@@ -71,11 +76,18 @@ async def _open_history(c: ChatClient) -> History:
     assert c.trust is not None
     missing = not c.history_path.exists() and c.trust.history_made
     history = await History.open(c.history_path, c._local_key)
-    lost = ("was damaged and set aside as " + history.set_aside.name if history.set_aside
-            else "is missing" if missing else "")
+    lost = (
+        "was damaged and set aside as " + history.set_aside.name
+        if history.set_aside
+        else "is missing"
+        if missing
+        else ""
+    )
     if lost:
-        text = (f"Your message history on this machine ({c.history_path.name}) {lost}. Messages are "
-                "fetched again from the relay; those it no longer keeps cannot be shown again.")
+        text = (
+            f"Your message history on this machine ({c.history_path.name}) {lost}. Messages are "
+            "fetched again from the relay; those it no longer keeps cannot be shown again."
+        )
         c.local_warnings.append(text)
         await c.events.put(LocalDataWarning(text))
     c.trust.history_made = True

@@ -63,8 +63,14 @@ def _rows(doc: dict, username: str) -> list[_Row]:
             raise InvalidRequest("key history row for another user", field="username")
         sig = b64u_decode(k["rotation_sig"], "rotation_sig") if k.get("rotation_sig") else None
         seq = k.get("published_seq")
-        out.append(_Row(PublicIdentity.from_json(k), sig, k.get("rotation_v"),
-                        seq if isinstance(seq, int) and not isinstance(seq, bool) else None))
+        out.append(
+            _Row(
+                PublicIdentity.from_json(k),
+                sig,
+                k.get("rotation_v"),
+                seq if isinstance(seq, int) and not isinstance(seq, bool) else None,
+            )
+        )
     return out
 
 
@@ -75,8 +81,13 @@ def link_ok(rows: list[_Row], i: int, username: str) -> bool:
         return False
     try:
         if row.version == 2:
-            rotation.verify(prev.sign_key, rotation.Rotation(
-                username, (prev.wrap_kid, prev.sign_kid), (row.ident.wrap_kid, row.ident.sign_kid), i), row.sig)
+            rotation.verify(
+                prev.sign_key,
+                rotation.Rotation(
+                    username, (prev.wrap_kid, prev.sign_kid), (row.ident.wrap_kid, row.ident.sign_kid), i
+                ),
+                row.sig,
+            )
         elif row.version in (1, None):
             rotation.verify_v1(prev.sign_key, row.ident.wrap_kid, row.ident.sign_kid, row.sig)
         else:

@@ -87,9 +87,17 @@ class ChatClient(Rotation):
             :class:`client_tui.levels.LevelClient` then uses: the websocket still refuses any level but 4.
     """
 
-    def __init__(self, server_url: str, username: str, profile_root: Path | None = None, kdf: dict | None = None,
-                 backoff: tuple[float, float] = (0.5, 30.0), cafile: str | None = None, clock=time.monotonic,
-                 relay_level: int = REQUIRED_LEVEL) -> None:
+    def __init__(
+        self,
+        server_url: str,
+        username: str,
+        profile_root: Path | None = None,
+        kdf: dict | None = None,
+        backoff: tuple[float, float] = (0.5, 30.0),
+        cafile: str | None = None,
+        clock=time.monotonic,
+        relay_level: int = REQUIRED_LEVEL,
+    ) -> None:
         self.server_url = profiles.normalize_url(server_url)  # InvalidRequest for what is not an address
         self.username = canonical_username(username)  # InvalidRequest for a name the relay would refuse
         self.profile = profiles.profile_dir(profile_root or default_profile_root(), server_url, self.username)
@@ -151,8 +159,9 @@ class ChatClient(Rotation):
         """The current access token (renewed by :attr:`session`)."""
         return self.session.access
 
-    async def register(self, password: str, passphrase: str, bits: int = DEFAULT_RSA_BITS,
-                       identity: Identity | None = None) -> Identity:
+    async def register(
+        self, password: str, passphrase: str, bits: int = DEFAULT_RSA_BITS, identity: Identity | None = None
+    ) -> Identity:
         """Generate keys (in a thread), save them encrypted, publish the public parts, log in.
 
         ``identity``: use these keys instead of generating new ones (tests, imports).

@@ -66,8 +66,15 @@ class Connection:
         await c.rest.login_if_pending()  # started while the relay was down
         token = await c.rest.socket_token()  # no session at all: the relay refuses the upgrade (403)
         await c._set_state(ConnState.CONNECTING, c.server_url)
-        link = await Link.dial(c.server_url, username=c.username, token=token, tls=c.tls, handler=c._on_event,
-                               renewer=c.rest.renewal_token, clock=c.session.clock)
+        link = await Link.dial(
+            c.server_url,
+            username=c.username,
+            token=token,
+            tls=c.tls,
+            handler=c._on_event,
+            renewer=c.rest.renewal_token,
+            clock=c.session.clock,
+        )
         c.hello = link.opened.hello
         self.link = link
         c.inbox.synced.clear()

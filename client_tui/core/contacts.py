@@ -79,6 +79,7 @@ class Contacts:
     _key_fetched_at: dict[str, float]
 
     if TYPE_CHECKING:
+
         def _spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]: ...
         async def _retry_held(self, user: str) -> None: ...
         async def _own_keys_changed(self) -> None: ...
@@ -96,9 +97,11 @@ class Contacts:
             self.events.put_nowait(LocalDataWarning(text))
         me = self.contacts.get(self.username)
         if me is None or me.kids != (self.identity.wrap_kid, self.identity.sign_kid):
-            self.contacts[self.username] = Contact(self.identity.public, verified=True,
-                                                   previous=[*(me.previous if me else []),
-                                                             *([me.identity] if me else [])])
+            self.contacts[self.username] = Contact(
+                self.identity.public,
+                verified=True,
+                previous=[*(me.previous if me else []), *([me.identity] if me else [])],
+            )
 
     def _save_state(self) -> None:
         """Seal and write the trust store (0600, atomic); a failed write is retried on the next."""
@@ -118,8 +121,11 @@ class Contacts:
         named = doc.get("username") if isinstance(doc, dict) else None
         if named != user:
             log.warning("key answer for %s names %r: refused, nothing pinned", user, str(named)[:40])
-            raise KeyAnswerMismatch(f"the relay answered a key fetch for {user} with the keys of "
-                                    f"{str(named)[:40]!r}: refused, nothing pinned", field="username")
+            raise KeyAnswerMismatch(
+                f"the relay answered a key fetch for {user} with the keys of "
+                f"{str(named)[:40]!r}: refused, nothing pinned",
+                field="username",
+            )
         return PublicIdentity.from_json(doc)
 
     async def _fetch_for_send(self, user: str) -> PublicIdentity:
@@ -132,8 +138,9 @@ class Contacts:
             return await self.fetch_keys(user)
         except ClientError as exc:
             if exc.code == ErrorCode.NOT_FOUND and exc.field != "username":
-                raise MemberWithoutKey(f"{user} has published no key: nobody can write to them yet",
-                                       field=user) from None
+                raise MemberWithoutKey(
+                    f"{user} has published no key: nobody can write to them yet", field=user
+                ) from None
             raise
 
     async def fetch_keys(self, user: str) -> PublicIdentity:
@@ -180,11 +187,23 @@ class Contacts:
                 await self.events.put(KeyChanged(name, contact.kids, new, False, rollback=True))
                 return contact.identity
             contact.pending, contact.pending_signed_by_old = ident, verdict.signed
-            contact.changes.append({"at": now_ms(), "old": list(contact.kids), "new": list(new),
-                                    "signed_by_old": verdict.signed, "decision": None})
+            contact.changes.append(
+                {
+                    "at": now_ms(),
+                    "old": list(contact.kids),
+                    "new": list(new),
+                    "signed_by_old": verdict.signed,
+                    "decision": None,
+                }
+            )
             self._save_state()
-            log.warning("key change for %s: pinned %s…, relay serves %s… (signed by old key: %s)",
-                        name, contact.kids[0][:8], new[0][:8], verdict.signed)
+            log.warning(
+                "key change for %s: pinned %s…, relay serves %s… (signed by old key: %s)",
+                name,
+                contact.kids[0][:8],
+                new[0][:8],
+                verdict.signed,
+            )
             await self.events.put(KeyChanged(name, contact.kids, new, verdict.signed))
         return self.contacts[name].identity
 
@@ -201,9 +220,13 @@ class Contacts:
         if contact is None or me is None:
             return None
         target = contact.pending or contact.identity
-        return Shown(user, (target.wrap_kid, target.sign_kid), safety_number(me.identity, target),
-                     contact.pending is not None,
-                     safety_number(me.identity, contact.identity) if contact.pending is not None else None)
+        return Shown(
+            user,
+            (target.wrap_kid, target.sign_kid),
+            safety_number(me.identity, target),
+            contact.pending is not None,
+            safety_number(me.identity, contact.identity) if contact.pending is not None else None,
+        )
 
     def compare(self, user: str, typed: str, decision: str = "verified") -> tuple[str, str]:
         """Check what the user typed after comparing - the safety number (60 digits, spaces
@@ -227,8 +250,11 @@ class Contacts:
         wrap, _, sign = typed.strip().partition(".")
         if len(wrap) >= 12 and len(sign) >= 12 and shown.kids[0].startswith(wrap) and shown.kids[1].startswith(sign):
             return shown.kids
-        raise KeyNotShown(f"what you compared is not the safety number of {user}'s "
-                          f"{'new' if shown.new else 'pinned'} keys: nothing was {decision}", field="compare")
+        raise KeyNotShown(
+            f"what you compared is not the safety number of {user}'s "
+            f"{'new' if shown.new else 'pinned'} keys: nothing was {decision}",
+            field="compare",
+        )
 
     def _contact_name(self, user: str) -> str:
         """``user`` as the contacts are keyed: as given if pinned so (a name the relay delivered is
@@ -242,14 +268,23 @@ class Contacts:
             raise KeyNotShown(f"no keys pinned for {user}", field="user")
         current = contact.pending_kids or contact.kids
         if shown is None and contact.pending is not None and decision == "verified":
-            raise KeyNotShown(f"{user}'s key changed: compare the new safety number, then verify exactly "
-                              "the keys that were shown", field="kids")
+            raise KeyNotShown(
+                f"{user}'s key changed: compare the new safety number, then verify exactly the keys that were shown",
+                field="kids",
+            )
         if shown is not None and tuple(shown) != current:
             what = "changed again" if contact.pending is not None else "is not the one pinned"
-            log.warning("%s decision for %s refused: the keys shown (%s…) are not the ones to decide on (%s…)",
-                        decision, user, str(shown[0])[:8], current[0][:8])
-            raise KeyNotShown(f"{user}'s key {what} while you compared: nothing was {decision}. "
-                              "Compare the number now shown.", field="kids")
+            log.warning(
+                "%s decision for %s refused: the keys shown (%s…) are not the ones to decide on (%s…)",
+                decision,
+                user,
+                str(shown[0])[:8],
+                current[0][:8],
+            )
+            raise KeyNotShown(
+                f"{user}'s key {what} while you compared: nothing was {decision}. Compare the number now shown.",
+                field="kids",
+            )
         if contact.pending is not None:
             pinned = contact.identity
             contact.previous.append(pinned)
@@ -360,8 +395,11 @@ class Contacts:
         until = contact.retired_after[skid]
         if until is not None and seq is not None and seq <= until:
             return "previous_key"
-        raise RetiredSenderKey(f"signed by a key {user} replaced, and stored (seq {seq}) after the replacement "
-                               f"was published (seq {until}): it is not shown as {user}'s", field="skid")
+        raise RetiredSenderKey(
+            f"signed by a key {user} replaced, and stored (seq {seq}) after the replacement "
+            f"was published (seq {until}): it is not shown as {user}'s",
+            field="skid",
+        )
 
 
 def fingerprints(ident: PublicIdentity) -> tuple[str, str]:
@@ -372,4 +410,3 @@ def fingerprints(ident: PublicIdentity) -> tuple[str, str]:
 def kid_token(kids: tuple[str, str], n: int = 12) -> str:
     """The key-id prefixes ``keys show`` prints and ``keys verify --compare`` accepts: ``WRAP.SIGN``."""
     return f"{kids[0][:n]}.{kids[1][:n]}"
-

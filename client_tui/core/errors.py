@@ -28,8 +28,15 @@ class ClientError(E2EEError):
 
     code = ErrorCode.CLIENT_ERROR
 
-    def __init__(self, message: str, *, code: str | None = None, field: str | None = None,
-                 detail: dict | None = None, status: int | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        field: str | None = None,
+        detail: dict | None = None,
+        status: int | None = None,
+    ) -> None:
         super().__init__(message, field=field)
         if code:
             self.code = code

@@ -14,9 +14,21 @@ from enum import StrEnum
 from .record import Record
 
 __all__ = [
-    "ConnState", "ConnectionState", "ContactChanged", "ConversationsChanged", "Delivered", "Event", "GapDetected",
-    "KeyChanged", "LocalDataWarning", "MessageReceived", "MessageStored", "MessageUnreadable", "RecordChanged",
-    "RttMeasured", "Sent",
+    "ConnState",
+    "ConnectionState",
+    "ContactChanged",
+    "ConversationsChanged",
+    "Delivered",
+    "Event",
+    "GapDetected",
+    "KeyChanged",
+    "LocalDataWarning",
+    "MessageReceived",
+    "MessageStored",
+    "MessageUnreadable",
+    "RecordChanged",
+    "RttMeasured",
+    "Sent",
 ]
 
 
@@ -159,6 +171,18 @@ class LocalDataWarning:
     text: str
 
 
-Event = (MessageReceived | MessageUnreadable | MessageStored | Delivered | ConnectionState | KeyChanged
-         | RecordChanged | ConversationsChanged | ContactChanged | GapDetected | RttMeasured | LocalDataWarning)
+Event = (
+    MessageReceived
+    | MessageUnreadable
+    | MessageStored
+    | Delivered
+    | ConnectionState
+    | KeyChanged
+    | RecordChanged
+    | ConversationsChanged
+    | ContactChanged
+    | GapDetected
+    | RttMeasured
+    | LocalDataWarning
+)
 """Everything :attr:`ChatClient.events` carries."""

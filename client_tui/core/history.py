@@ -53,7 +53,9 @@ CREATE TABLE IF NOT EXISTS {name} (
 """``seq`` is not a key: a message is one by (sender, mid); two messages may carry one seq (a relay
 that handed a seq out again, or a hostile one), and both are kept."""
 
-SCHEMA = MESSAGES_TABLE.format(name="messages") + """
+SCHEMA = (
+    MESSAGES_TABLE.format(name="messages")
+    + """
 CREATE UNIQUE INDEX IF NOT EXISTS messages_sender_mid ON messages(sender, mid) WHERE mid IS NOT NULL;
 CREATE INDEX IF NOT EXISTS messages_conversation ON messages(conversation, pos);
 CREATE INDEX IF NOT EXISTS messages_state ON messages(state);
@@ -67,6 +69,7 @@ CREATE TABLE IF NOT EXISTS conversations (
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
+)
 SCHEMA_VERSION = 1
 """``PRAGMA user_version`` of this schema. 0: ``seq`` was UNIQUE (a message whose seq collided with
 a stored one was dropped); :func:`_upgrade` rebuilds such a table, keeping every row."""
@@ -80,7 +83,8 @@ def _upgrade(db: sqlite3.Connection) -> None:
     try:
         unique_seq = any(
             unique and [c[2] for c in db.execute(f"PRAGMA index_info('{name}')")] == ["seq"]
-            for _, name, unique, *_ in db.execute("PRAGMA index_list('messages')").fetchall())
+            for _, name, unique, *_ in db.execute("PRAGMA index_list('messages')").fetchall()
+        )
         if unique_seq:  # SQLite cannot drop a column constraint: copy into a new table
             cols = "id, " + _COLUMNS
             db.execute(MESSAGES_TABLE.format(name="messages_v1"))
@@ -173,8 +177,22 @@ class History:
         text = self._unseal(lid, conv, sender, body)
         if text is None and body is not None:
             state, reason = RecordState.UNREADABLE, reason or "history_damaged"
-        return Record(lid, conv, sender, text, mid, seq, pos, ts, ctr, RecordState(state), reason, detail,
-                      bytes(env) if env is not None else None, MessageInfo.decode(info))
+        return Record(
+            lid,
+            conv,
+            sender,
+            text,
+            mid,
+            seq,
+            pos,
+            ts,
+            ctr,
+            RecordState(state),
+            reason,
+            detail,
+            bytes(env) if env is not None else None,
+            MessageInfo.decode(info),
+        )
 
     # -- writes --------------------------------------------------------------------------------------
     def _put(self, r: Record, meta: dict[str, Any] | None) -> bool:
@@ -184,8 +202,10 @@ class History:
         try:
             inserted = self._write(r)
             for k, v in (meta or {}).items():
-                db.execute("INSERT INTO meta (key, value) VALUES (?, ?) "
-                           "ON CONFLICT(key) DO UPDATE SET value=excluded.value", (k, json.dumps(v)))
+                db.execute(
+                    "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+                    (k, json.dumps(v)),
+                )
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
@@ -202,20 +222,40 @@ class History:
         db = self._db
         if r.seq is not None:
             for lid, sender, mid, env in db.execute(
-                    "SELECT lid, sender, mid, envelope FROM messages WHERE seq=? AND lid!=?", (r.seq, r.lid)):
+                "SELECT lid, sender, mid, envelope FROM messages WHERE seq=? AND lid!=?", (r.seq, r.lid)
+            ):
                 if r.mid is None and env is not None and bytes(env) == r.envelope:
                     return False  # the same undecodable delivery again
                 if r.mid is None or (sender, mid) != (r.sender, r.mid):
-                    log.warning("seq %d is also the seq of a stored message (%s, mid %s, lid %s): keeping both",
-                                r.seq, sender, mid, lid)
+                    log.warning(
+                        "seq %d is also the seq of a stored message (%s, mid %s, lid %s): keeping both",
+                        r.seq,
+                        sender,
+                        mid,
+                        lid,
+                    )
         try:
             cur = db.execute(
                 f"INSERT INTO messages ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?) "  # noqa: S608 - constants
                 "ON CONFLICT(lid) DO UPDATE SET mid=excluded.mid, seq=excluded.seq, pos=excluded.pos, "
                 "ts=excluded.ts, ctr=excluded.ctr, state=excluded.state, body=excluded.body, "
                 "reason=excluded.reason, detail=excluded.detail, envelope=excluded.envelope, info=excluded.info",
-                (r.lid, r.conversation, r.sender, r.mid, r.seq, r.pos, r.ts, r.ctr, r.state, self._seal(r),
-                 r.reason, r.detail, r.envelope, r.info.encode()),
+                (
+                    r.lid,
+                    r.conversation,
+                    r.sender,
+                    r.mid,
+                    r.seq,
+                    r.pos,
+                    r.ts,
+                    r.ctr,
+                    r.state,
+                    self._seal(r),
+                    r.reason,
+                    r.detail,
+                    r.envelope,
+                    r.info.encode(),
+                ),
             )
         except sqlite3.IntegrityError:
             return False  # the same (sender, mid) again: dedup is by message id
@@ -236,7 +276,8 @@ class History:
             for k, v in meta.items():
                 self._db.execute(
                     "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
-                    (k, json.dumps(v)))
+                    (k, json.dumps(v)),
+                )
 
     async def set_meta(self, **meta: Any) -> None:
         await self._call(self._set_meta, meta)
@@ -248,7 +289,8 @@ class History:
                 self._db.execute(
                     "INSERT INTO conversations (id, title, members, active) VALUES (?, ?, ?, 1) "
                     "ON CONFLICT(id) DO UPDATE SET title=excluded.title, members=excluded.members, active=1",
-                    (cid, title, json.dumps(members)))
+                    (cid, title, json.dumps(members)),
+                )
             if active_ids is not None:
                 for (cid,) in self._db.execute("SELECT id FROM conversations").fetchall():
                     if cid not in active_ids:
@@ -300,9 +342,13 @@ class History:
 
     def _select(self, where: str, args: tuple) -> list[Record]:
         assert self._db is not None
-        return [self._row(r) for r in self._db.execute(
-            f"SELECT {_COLUMNS} FROM messages WHERE {where} ORDER BY id",  # noqa: S608 - callers pass constants
-            args).fetchall()]
+        return [
+            self._row(r)
+            for r in self._db.execute(
+                f"SELECT {_COLUMNS} FROM messages WHERE {where} ORDER BY id",  # noqa: S608 - callers pass constants
+                args,
+            ).fetchall()
+        ]
 
     async def outbox(self) -> list[Record]:
         """My messages not stored by the relay yet, in the order they were written."""
@@ -351,9 +397,12 @@ class History:
 
     def _conversations(self) -> list[dict[str, Any]]:
         assert self._db is not None
-        return [{"id": cid, "title": t, "members": json.loads(m), "unread": u, "active": bool(a)}
-                for cid, t, m, u, a in self._db.execute(
-                    "SELECT id, title, members, unread, active FROM conversations ORDER BY rowid")]
+        return [
+            {"id": cid, "title": t, "members": json.loads(m), "unread": u, "active": bool(a)}
+            for cid, t, m, u, a in self._db.execute(
+                "SELECT id, title, members, unread, active FROM conversations ORDER BY rowid"
+            )
+        ]
 
     async def conversations(self) -> list[dict[str, Any]]:
         return await self._call(self._conversations)

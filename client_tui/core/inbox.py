@@ -55,8 +55,12 @@ class Progress:
     @classmethod
     def from_meta(cls, meta: dict) -> Progress:
         """Read back what :meth:`meta` wrote (missing keys: empty)."""
-        return cls(int(meta.get("cursor", 0)), dict(meta.get("counters", {})), dict(meta.get("last_ctr", {})),
-                   dict(meta.get("missing", {})))
+        return cls(
+            int(meta.get("cursor", 0)),
+            dict(meta.get("counters", {})),
+            dict(meta.get("last_ctr", {})),
+            dict(meta.get("missing", {})),
+        )
 
 
 class Inbox:
@@ -162,7 +166,8 @@ class Inbox:
                 warning = removed or warning  # sealed before someone was removed: never plain ✔
                 me = self.identity_for(h.rkids)
                 opened, timings = await asyncio.to_thread(
-                    measure.open_, parsed, me, sign_key, conversation=frame.conversation, sender=frame.sender)
+                    measure.open_, parsed, me, sign_key, conversation=frame.conversation, sender=frame.sender
+                )
             except BaseException:
                 self.seen.discard(key)  # not verified: it must not suppress the real message
                 raise
@@ -172,10 +177,20 @@ class Inbox:
         if mine:
             c.progress.counters[h.cid] = max(c.progress.counters.get(h.cid, 0), h.ctr)
         rec = Record(
-            secrets.token_hex(8), h.cid, h.snd, opened.text, h.mid, frame.seq, float(frame.seq), h.ts, h.ctr,
-            RecordState.STORED if mine else RecordState.RECEIVED, envelope=raw,
-            info=MessageInfo(timings=timings, skid=h.skid, rkids=list(h.rkids), warning=warning, mine=mine,
-                             wrap_kid=me.wrap_kid),
+            secrets.token_hex(8),
+            h.cid,
+            h.snd,
+            opened.text,
+            h.mid,
+            frame.seq,
+            float(frame.seq),
+            h.ts,
+            h.ctr,
+            RecordState.STORED if mine else RecordState.RECEIVED,
+            envelope=raw,
+            info=MessageInfo(
+                timings=timings, skid=h.skid, rkids=list(h.rkids), warning=warning, mine=mine, wrap_kid=me.wrap_kid
+            ),
         )
         gap = None if mine else self._track_counter(h.cid, h.snd, h.ctr)
         self._advance_cursor(frame.seq)
@@ -185,8 +200,9 @@ class Inbox:
             await c.history.put(rec, c.progress.meta())
             if not mine:
                 await c.history.set_unread(h.cid, c.unread[h.cid])
-        await c.events.put(MessageReceived(
-            frame.seq, h.cid, h.snd, opened.text, h.mid, h.ts, h.ctr, raw, timings, warning))
+        await c.events.put(
+            MessageReceived(frame.seq, h.cid, h.snd, opened.text, h.mid, h.ts, h.ctr, raw, timings, warning)
+        )
         await c.events.put(RecordChanged(rec, new=True))
         await c.outgoing.keep_last(rec.pos)
         if gap:
@@ -196,12 +212,31 @@ class Inbox:
 
     async def _on_unreadable(self, frame: frames.Message, raw: bytes, parsed, exc: E2EEError) -> None:
         c = self.c
-        log.warning("message seq=%d from %s in %s could not be verified: %s (%s)", frame.seq, frame.sender,
-                    frame.conversation, exc.code, exc.message)
+        log.warning(
+            "message seq=%d from %s in %s could not be verified: %s (%s)",
+            frame.seq,
+            frame.sender,
+            frame.conversation,
+            exc.code,
+            exc.message,
+        )
         claimed = parsed.header.mid if parsed is not None else None
-        rec = Record(secrets.token_hex(8), frame.conversation, frame.sender, None, None, frame.seq,
-                     float(frame.seq), now_ms(), None, RecordState.UNREADABLE, exc.code, exc.message, raw,
-                     MessageInfo(claimed_mid=claimed, field=exc.field))
+        rec = Record(
+            secrets.token_hex(8),
+            frame.conversation,
+            frame.sender,
+            None,
+            None,
+            frame.seq,
+            float(frame.seq),
+            now_ms(),
+            None,
+            RecordState.UNREADABLE,
+            exc.code,
+            exc.message,
+            raw,
+            MessageInfo(claimed_mid=claimed, field=exc.field),
+        )
         self._advance_cursor(frame.seq)
         if c.history is not None:
             await c.history.put(rec, c.progress.meta())
@@ -242,7 +277,7 @@ class Inbox:
     def missing_counters(self, conversation: str) -> dict[str, tuple[int, ...]]:
         """Counters of each sender in ``conversation`` that never arrived (so far)."""
         prefix = f"{conversation}\x00"
-        return {k[len(prefix):]: tuple(v) for k, v in self.c.progress.missing.items() if k.startswith(prefix) and v}
+        return {k[len(prefix) :]: tuple(v) for k, v in self.c.progress.missing.items() if k.startswith(prefix) and v}
 
     async def report_gaps(self) -> None:
         """At the end of a sync: every gap still open, as :class:`GapDetected`."""

@@ -92,9 +92,14 @@ class KeyBundle:
 
     def complete(self) -> KeyBundle:
         """This bundle with a fresh ``local_key``/``trust_key`` where one is missing."""
-        return KeyBundle(self.identity, self.local_key or os.urandom(LOCAL_KEY_BYTES), self.retired,
-                         self.trust_key or os.urandom(LOCAL_KEY_BYTES), self.pending,
-                         self.upgrade or not (self.local_key and self.trust_key))
+        return KeyBundle(
+            self.identity,
+            self.local_key or os.urandom(LOCAL_KEY_BYTES),
+            self.retired,
+            self.trust_key or os.urandom(LOCAL_KEY_BYTES),
+            self.pending,
+            self.upgrade or not (self.local_key and self.trust_key),
+        )
 
 
 def _prepared(passphrase: str) -> str:
@@ -116,10 +121,16 @@ def _aad(header: dict) -> bytes:
 
 def _pair(identity: Identity) -> dict[str, str]:
     return {
-        "wrap_private": b64u_encode(identity.wrap_private.private_bytes(
-            serialization.Encoding.DER, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())),
-        "sign_private": b64u_encode(identity.sign_private.private_bytes(
-            serialization.Encoding.Raw, serialization.PrivateFormat.Raw, serialization.NoEncryption())),
+        "wrap_private": b64u_encode(
+            identity.wrap_private.private_bytes(
+                serialization.Encoding.DER, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+            )
+        ),
+        "sign_private": b64u_encode(
+            identity.sign_private.private_bytes(
+                serialization.Encoding.Raw, serialization.PrivateFormat.Raw, serialization.NoEncryption()
+            )
+        ),
     }
 
 
@@ -131,9 +142,17 @@ def _unpair(username: str, doc: dict) -> Identity:
     return Identity(username, wrap, sign)
 
 
-def save(path: Path, identity: Identity, passphrase: str, kdf: dict | None = None, *,
-         local_key: bytes | None = None, retired: tuple[Identity, ...] | list[Identity] = (),
-         trust_key: bytes | None = None, pending: Identity | None = None) -> bytes:
+def save(
+    path: Path,
+    identity: Identity,
+    passphrase: str,
+    kdf: dict | None = None,
+    *,
+    local_key: bytes | None = None,
+    retired: tuple[Identity, ...] | list[Identity] = (),
+    trust_key: bytes | None = None,
+    pending: Identity | None = None,
+) -> bytes:
     """Encrypt ``identity``'s private keys under ``passphrase`` and write ``path`` (0600, atomic).
 
     ``kdf`` overrides Argon2id costs (``iterations``, ``memory_kib``, ``lanes``); ~0.2 s by default.
@@ -146,8 +165,13 @@ def save(path: Path, identity: Identity, passphrase: str, kdf: dict | None = Non
         KeystoreError: empty passphrase, or one with a disallowed character.
         OSError: the file could not be written (the old file is left as it was).
     """
-    bundle = KeyBundle(identity, local_key or os.urandom(LOCAL_KEY_BYTES), tuple(retired),
-                       trust_key or os.urandom(LOCAL_KEY_BYTES), pending)
+    bundle = KeyBundle(
+        identity,
+        local_key or os.urandom(LOCAL_KEY_BYTES),
+        tuple(retired),
+        trust_key or os.urandom(LOCAL_KEY_BYTES),
+        pending,
+    )
     save_bundle(path, bundle, passphrase, kdf)
     return bundle.local_key
 
@@ -171,15 +195,24 @@ def save_bundle(path: Path, bundle: KeyBundle, passphrase: str, kdf: dict | None
     params = {"name": "argon2id", "salt": b64u_encode(os.urandom(16)), **(kdf or DEFAULT_KDF)}
     nonce = os.urandom(12)
     header = {
-        "format": FORMAT, "v": 1, "username": identity.username,
-        "wrap_kid": identity.wrap_kid, "sign_kid": identity.sign_kid, "kdf": params,
-        "passphrase_form": PASSPHRASE_FORM, "nonce": b64u_encode(nonce),
+        "format": FORMAT,
+        "v": 1,
+        "username": identity.username,
+        "wrap_kid": identity.wrap_kid,
+        "sign_kid": identity.sign_kid,
+        "kdf": params,
+        "passphrase_form": PASSPHRASE_FORM,
+        "nonce": b64u_encode(nonce),
     }
-    secret = json.dumps({
-        **_pair(identity), "local_key": b64u_encode(bundle.local_key), "trust_key": b64u_encode(bundle.trust_key),
-        "retired": [_pair(r) for r in bundle.retired],
-        "pending": _pair(bundle.pending) if bundle.pending is not None else None,
-    }).encode()
+    secret = json.dumps(
+        {
+            **_pair(identity),
+            "local_key": b64u_encode(bundle.local_key),
+            "trust_key": b64u_encode(bundle.trust_key),
+            "retired": [_pair(r) for r in bundle.retired],
+            "pending": _pair(bundle.pending) if bundle.pending is not None else None,
+        }
+    ).encode()
     key = _derive(prepared, params, b64u_decode(params["salt"]))
     doc = {**header, "ciphertext": b64u_encode(AESGCM(key).encrypt(nonce, secret, _aad(header)))}
     write_private(Path(path), json.dumps(doc, indent=1).encode())
@@ -246,8 +279,7 @@ def load_bundle(path: Path, passphrase: str) -> KeyBundle:
         raise KeystoreError(f"keystore {path} is damaged") from None
     if identity.wrap_kid != header["wrap_kid"] or identity.sign_kid != header["sign_kid"]:
         raise KeystoreError("keystore keys do not match its key ids")
-    return KeyBundle(identity, local_key, retired, trust_key, pending,
-                     upgrade=legacy or not (local_key and trust_key))
+    return KeyBundle(identity, local_key, retired, trust_key, pending, upgrade=legacy or not (local_key and trust_key))
 
 
 def load(path: Path, passphrase: str) -> Identity:
@@ -303,8 +335,7 @@ def import_from(src: Path, path: Path, passphrase: str, username: str, *, overwr
     """
     bundle = load_bundle(src, passphrase)
     if bundle.identity.username != username:
-        raise KeystoreError(f"{src} holds the keys of {bundle.identity.username!r}, not {username!r}",
-                            field="username")
+        raise KeystoreError(f"{src} holds the keys of {bundle.identity.username!r}, not {username!r}", field="username")
     if Path(path).exists() and not overwrite:
         raise KeystoreError(f"a keystore exists at {path}; not overwritten", field="path")
     write_private(Path(path), Path(src).read_bytes())

@@ -74,8 +74,17 @@ class Link:
 
     # -- opening -----------------------------------------------------------------------------------
     @classmethod
-    async def dial(cls, server_url: str, *, username: str, token: str, tls: ssl.SSLContext, handler: Handler,
-                   renewer: Renewer, clock: Callable[[], float]) -> Link:
+    async def dial(
+        cls,
+        server_url: str,
+        *,
+        username: str,
+        token: str,
+        tls: ssl.SSLContext,
+        handler: Handler,
+        renewer: Renewer,
+        clock: Callable[[], float],
+    ) -> Link:
         """Open the websocket of the relay at ``server_url`` (token in the upgrade's Authorization
         header, never in the URL) and run the handshake up to ``ready``
         (:meth:`client_tui.session_socket.SessionSocket.open`).
@@ -86,17 +95,26 @@ class Link:
             ClientError: ``unreachable`` (no connection, closed during the handshake) or
                 ``protocol`` (the relay broke the handshake's order or sent no valid frame).
         """
-        protocol = ClientProtocol(username, level=REQUIRED_LEVEL, token=token, ping_every=PING_EVERY_S,
-                                  ack_delay=ACK_DELAY_S, renew=True, clock=clock)
+        protocol = ClientProtocol(
+            username,
+            level=REQUIRED_LEVEL,
+            token=token,
+            ping_every=PING_EVERY_S,
+            ack_delay=ACK_DELAY_S,
+            renew=True,
+            clock=clock,
+        )
         try:
-            sock, opened = await SessionSocket.open(server_url, protocol, ssl=tls, max_size=MAX_FRAME_BYTES,
-                                                    open_timeout=OPEN_TIMEOUT_S)
+            sock, opened = await SessionSocket.open(
+                server_url, protocol, ssl=tls, max_size=MAX_FRAME_BYTES, open_timeout=OPEN_TIMEOUT_S
+            )
         except InvalidStatus as exc:
             status = exc.response.status_code
             if status in (401, 403):
                 raise AuthFailed(f"the relay refused the token (HTTP {status})") from None
-            raise ClientError(f"websocket refused with HTTP {status}", code=ErrorCode.UNREACHABLE,
-                              status=status) from None
+            raise ClientError(
+                f"websocket refused with HTTP {status}", code=ErrorCode.UNREACHABLE, status=status
+            ) from None
         except (OSError, InvalidHandshake, TimeoutError) as exc:
             raise ClientError(transport.describe_failure(exc, ws_url(server_url)), code=ErrorCode.UNREACHABLE) from None
         except ConnectionClosed as exc:  # closed before ready

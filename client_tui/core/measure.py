@@ -53,33 +53,57 @@ def _with(obj, **attrs):
     return c
 
 
-def seal(text: str, sender: Identity, conversation: str, recipients: Sequence[PublicIdentity], *,
-         counter: int, epoch: int, head: str, max_bytes: int, max_recipients: int = envelope.DEFAULT_MAX_RECIPIENTS
-         ) -> tuple[bytes, dict[str, float | list[float]]]:
+def seal(
+    text: str,
+    sender: Identity,
+    conversation: str,
+    recipients: Sequence[PublicIdentity],
+    *,
+    counter: int,
+    epoch: int,
+    head: str,
+    max_bytes: int,
+    max_recipients: int = envelope.DEFAULT_MAX_RECIPIENTS,
+) -> tuple[bytes, dict[str, float | list[float]]]:
     """``envelope.seal`` and its timings: ``{"total", "encrypt", "wrap": [per recipient], "sign"}`` (ms)."""
     wraps: list[float] = []
     signs: list[float] = []
     timed_recipients = [_with(r, wrap_key=_Timed(r.wrap_key, "encrypt", wraps)) for r in recipients]
     timed_sender = _with(sender, sign_private=_Timed(sender.sign_private, "sign", signs))
     t0 = _now()
-    data = envelope.seal(text, timed_sender, conversation, timed_recipients, counter=counter, epoch=epoch,
-                         head=head, max_bytes=max_bytes, max_recipients=max_recipients)
+    data = envelope.seal(
+        text,
+        timed_sender,
+        conversation,
+        timed_recipients,
+        counter=counter,
+        epoch=epoch,
+        head=head,
+        max_bytes=max_bytes,
+        max_recipients=max_recipients,
+    )
     total = (_now() - t0) * 1000
     sign = sum(signs)
     return data, {"total": total, "encrypt": max(0.0, total - sum(wraps) - sign), "wrap": wraps, "sign": sign}
 
 
-def open_(parsed: envelope.ParsedEnvelope, me: Identity, sign_key, *, conversation: str, sender: str
-          ) -> tuple[envelope.Opened, dict[str, float]]:
+def open_(
+    parsed: envelope.ParsedEnvelope, me: Identity, sign_key, *, conversation: str, sender: str
+) -> tuple[envelope.Opened, dict[str, float]]:
     """``envelope.open`` and its timings: ``{"total", "verify", "unwrap", "decrypt"}`` (ms)."""
     unwraps: list[float] = []
     verifies: list[float] = []
     timed_me = _with(me, wrap_private=_Timed(me.wrap_private, "decrypt", unwraps))
     timed_key = _Timed(sign_key, "verify", verifies)
     t0 = _now()
-    opened = envelope.open(parsed, timed_me, lambda _user, _kid: timed_key,
-                           conversation=conversation, sender=sender, max_bytes=len(parsed.raw))
+    opened = envelope.open(
+        parsed,
+        timed_me,
+        lambda _user, _kid: timed_key,
+        conversation=conversation,
+        sender=sender,
+        max_bytes=len(parsed.raw),
+    )
     total = (_now() - t0) * 1000
     unwrap, verify = sum(unwraps), sum(verifies)
-    return opened, {"total": total, "verify": verify, "unwrap": unwrap,
-                    "decrypt": max(0.0, total - unwrap - verify)}
+    return opened, {"total": total, "verify": verify, "unwrap": unwrap, "decrypt": max(0.0, total - unwrap - verify)}

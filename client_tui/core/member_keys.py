@@ -59,7 +59,10 @@ class Audience:
         if new:
             raise AudienceGrew(
                 f"{', '.join(new)} joined after this message was written (epoch {written.ep}): "
-                "it is not sent to them unless you agree", field=new[0], users=new)
+                "it is not sent to them unless you agree",
+                field=new[0],
+                users=new,
+            )
 
 
 async def own_keys_in(ms: Membership, head: Statement) -> Statement:
@@ -97,8 +100,9 @@ async def sealed_to(ms: Membership, m: Member) -> PublicIdentity:
         if me is not None and (me.wrap_kid, me.sign_kid) == bound:
             return me
         if any((i.wrap_kid, i.sign_kid) == bound for i in c.retired):
-            raise _replaced(m.username, "your new keys are not in this conversation's log yet (an update "
-                            "statement moves them in)")
+            raise _replaced(
+                m.username, "your new keys are not in this conversation's log yet (an update statement moves them in)"
+            )
     else:
         contact = c.contacts.get(m.username)
         if contact is None:
@@ -106,12 +110,18 @@ async def sealed_to(ms: Membership, m: Member) -> PublicIdentity:
         if contact.kids == bound:
             return contact.identity  # (a pending change still blocks sending: ChatClient.blocked_by)
         if any((p.wrap_kid, p.sign_kid) == bound for p in contact.previous):
-            raise _replaced(m.username, f"{m.username} replaced the keys this conversation's log still binds; "
-                            "their client moves the new ones in when it next connects")
+            raise _replaced(
+                m.username,
+                f"{m.username} replaced the keys this conversation's log still binds; "
+                "their client moves the new ones in when it next connects",
+            )
         if contact.pending_kids != bound:
             await c.fetch_keys(m.username)  # shows the key change (KeyChanged) if the relay has one
-    raise KeyChangeBlocked(f"{m.username}'s key in this conversation is not the one you accepted: review it "
-                           "before sending", field=m.username, users=(m.username,))
+    raise KeyChangeBlocked(
+        f"{m.username}'s key in this conversation is not the one you accepted: review it before sending",
+        field=m.username,
+        users=(m.username,),
+    )
 
 
 async def _first_use(ms: Membership, m: Member) -> PublicIdentity:
@@ -120,12 +130,16 @@ async def _first_use(ms: Membership, m: Member) -> PublicIdentity:
     ms._published.pop(m.username, None)  # asked afresh: are they still the newest?
     ident = await ms._fetch_key(m.username, m.sign_kid, m.wrap_kid)
     if ident is None:
-        raise ClientError(f"the relay has no key {m.wrap_kid[:8]}… of {m.username}", code=ErrorCode.NOT_FOUND,
-                          field=m.username)
+        raise ClientError(
+            f"the relay has no key {m.wrap_kid[:8]}… of {m.username}", code=ErrorCode.NOT_FOUND, field=m.username
+        )
     newest = ms._published.get(m.username, [ident])[-1]
     if (newest.wrap_kid, newest.sign_kid) != (ident.wrap_kid, ident.sign_kid):
-        raise _replaced(m.username, f"{m.username} published newer keys than the ones this conversation's log "
-                        "binds; their client moves them in when it next connects")
+        raise _replaced(
+            m.username,
+            f"{m.username} published newer keys than the ones this conversation's log "
+            "binds; their client moves them in when it next connects",
+        )
     _pin(ms, ident)  # first use, from a statement that verified
     return ident
 
@@ -141,5 +155,6 @@ def _pin(ms: Membership, ident: PublicIdentity) -> None:
 
 
 def _replaced(user: str, why: str) -> MemberKeyReplaced:
-    return MemberKeyReplaced(f"nothing is sealed to {user}'s replaced keys (whoever holds them could read it): "
-                             f"{why}", field=user)
+    return MemberKeyReplaced(
+        f"nothing is sealed to {user}'s replaced keys (whoever holds them could read it): {why}", field=user
+    )

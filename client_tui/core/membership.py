@@ -99,9 +99,14 @@ class Membership:
         trust = self.client.trust
         if trust is None:
             return
-        trust.membership = {cid: {**self._heads.get(cid, {}), "warned": self._warned.get(cid, []),
-                                  **({"seen": self._seen[cid]} if cid in self._seen else {})}
-                            for cid in set(self._heads) | set(self._warned) | set(self._seen)}
+        trust.membership = {
+            cid: {
+                **self._heads.get(cid, {}),
+                "warned": self._warned.get(cid, []),
+                **({"seen": self._seen[cid]} if cid in self._seen else {}),
+            }
+            for cid in set(self._heads) | set(self._warned) | set(self._seen)
+        }
         self.client._save_state()
 
     def verified_before(self, cid: str) -> bool:
@@ -130,8 +135,9 @@ class Membership:
         async with self._locks.setdefault(cid, asyncio.Lock()):
             chain = self.chains.setdefault(cid, Chain(cid))
             after = chain.head.ep if chain.head is not None else -1
-            doc = await self.client.rest.request("GET", f"/v1/conversations/{cid}/log" + (
-                f"?after={after}" if after >= 0 else ""))
+            doc = await self.client.rest.request(
+                "GET", f"/v1/conversations/{cid}/log" + (f"?after={after}" if after >= 0 else "")
+            )
             claimed = self.claimed[cid] = (doc.get("epoch"), doc.get("head"))
             before = chain.head
             self._beyond.pop(cid, None)
@@ -151,11 +157,13 @@ class Membership:
             if known is not None:
                 check_continuity(chain, known["ep"], known["hash"])
             if isinstance(claimed[0], int) and claimed[0] < head.ep:
-                raise MembershipFork(f"the relay's log ends at epoch {claimed[0]}; epoch {head.ep} was verified here",
-                                     field="ep")
+                raise MembershipFork(
+                    f"the relay's log ends at epoch {claimed[0]}; epoch {head.ep} was verified here", field="ep"
+                )
             if isinstance(claimed[0], int) and claimed[0] == head.ep and head.hash != claimed[1]:
-                raise MembershipFork(f"the relay's head for epoch {claimed[0]} is not the statement verified here",
-                                     field="ep")
+                raise MembershipFork(
+                    f"the relay's head for epoch {claimed[0]} is not the statement verified here", field="ep"
+                )
         except MembershipFork as exc:
             await self._warn(cid, f"fork:{claimed[0]}:{claimed[1]}", "relay", lines.fork(exc), exc)
             return
@@ -188,8 +196,10 @@ class Membership:
             statements = [membership.parse(t) for t in (await history.meta()).get(f"membership:{cid}", [])]
         except E2EEError:
             return None
-        linked = all(st.cid == cid and st.ep == i and st.prev == (statements[i - 1].hash if i else None)
-                     for i, st in enumerate(statements))
+        linked = all(
+            st.cid == cid and st.ep == i and st.prev == (statements[i - 1].hash if i else None)
+            for i, st in enumerate(statements)
+        )
         if not statements or not linked or (statements[-1].ep, statements[-1].hash) != (known["ep"], known["hash"]):
             log.warning("the membership log of %s kept on this machine does not match its verified head", cid)
             return None
@@ -212,8 +222,14 @@ class Membership:
             chain = self.chains.setdefault(st.cid, Chain(st.cid))
             prev = chain.head
             for added in chain.extend([st], self._resolve):
-                await self._system(st.cid, lines.line_id(added), added.actor, lines.verified(added, prev), added.ts,
-                                   _verified_line(added))
+                await self._system(
+                    st.cid,
+                    lines.line_id(added),
+                    added.actor,
+                    lines.verified(added, prev),
+                    added.ts,
+                    _verified_line(added),
+                )
             self._remember(st)
             await self._keep(chain)
 
@@ -233,16 +249,24 @@ class Membership:
                 if claim is None or claim.cid != chain.cid or claim.ep > (prev.ep if prev is not None else -1):
                     # something after the verified head that does not verify: a change exists that cannot be
                     # shown (a forged one, or a real one altered: maybe a removal). Nothing is sealed past it.
-                    self._beyond[chain.cid] = max((prev.ep if prev is not None else -1) + 1,
-                                                  claim.ep if claim is not None and claim.cid == chain.cid else 0)
-                await self._warn(chain.cid, f"{exc.code}:{membership.statement_hash(text) if claim else text[:32]}",
-                                 claim.actor if claim else "relay", lines.invalid(claim, prev, exc), exc)
+                    self._beyond[chain.cid] = max(
+                        (prev.ep if prev is not None else -1) + 1,
+                        claim.ep if claim is not None and claim.cid == chain.cid else 0,
+                    )
+                await self._warn(
+                    chain.cid,
+                    f"{exc.code}:{membership.statement_hash(text) if claim else text[:32]}",
+                    claim.actor if claim else "relay",
+                    lines.invalid(claim, prev, exc),
+                    exc,
+                )
                 return True
             for st in added:
                 known = self._heads.get(chain.cid)
                 if known is None or st.ep > known["ep"]:
-                    await self._system(st.cid, lines.line_id(st), st.actor, lines.verified(st, prev), st.ts,
-                                       _verified_line(st))
+                    await self._system(
+                        st.cid, lines.line_id(st), st.actor, lines.verified(st, prev), st.ts, _verified_line(st)
+                    )
         return False
 
     def _resolve(self, user: str, kid: str):
@@ -265,10 +289,12 @@ class Membership:
             return []
         return [contact.identity, *contact.previous, *([contact.pending] if contact.pending else [])]
 
-    async def _fetch_key(self, user: str, sign_kid: str | None = None, wrap_kid: str | None = None
-                         ) -> PublicIdentity | None:
+    async def _fetch_key(
+        self, user: str, sign_kid: str | None = None, wrap_kid: str | None = None
+    ) -> PublicIdentity | None:
         """A key pair ``user`` published with these ids (the relay's key history; the ids are
         recomputed from the keys, so the relay cannot answer another key under them)."""
+
         def find() -> PublicIdentity | None:
             for ident in (*self._accepted(user), *self._published.get(user, ())):
                 if sign_kid in (None, ident.sign_kid) and wrap_kid in (None, ident.wrap_kid):
@@ -279,8 +305,9 @@ class Membership:
         if found is None:
             try:
                 doc = await self.client.rest.request("GET", f"/v1/users/{user}/keys/history")
-                self._published[user] = [PublicIdentity.from_json(k) for k in doc.get("keys", [])
-                                         if k.get("username") == user]
+                self._published[user] = [
+                    PublicIdentity.from_json(k) for k in doc.get("keys", []) if k.get("username") == user
+                ]
             except ClientError as exc:
                 if exc.code in NOT_ANSWERED:
                     raise
@@ -291,8 +318,7 @@ class Membership:
     # -- what the user sees ----------------------------------------------------------------------------
     async def _system(self, cid: str, lid: str, sender: str, text: str, ts: int, info: MessageInfo) -> None:
         c = self.client
-        rec = Record(lid, cid, sender, text, pos=c._next_pos(), ts=ts, state=RecordState.SYSTEM,
-                     info=info)
+        rec = Record(lid, cid, sender, text, pos=c._next_pos(), ts=ts, state=RecordState.SYSTEM, info=info)
         if c.history is not None:
             await c.history.put(rec)
         await c.events.put(RecordChanged(rec, new=True))
@@ -308,8 +334,14 @@ class Membership:
         seen.append(key)
         del seen[:-MAX_WARNINGS]
         self._save()
-        await self._system(cid, f"w-{b64u_encode(os.urandom(9))}", actor, text, now_ms(),
-                           MessageInfo(system="membership", warning=exc.code, detail=exc.message))
+        await self._system(
+            cid,
+            f"w-{b64u_encode(os.urandom(9))}",
+            actor,
+            text,
+            now_ms(),
+            MessageInfo(system="membership", warning=exc.code, detail=exc.message),
+        )
 
     def _adopt(self, head: Statement) -> None:
         """The verified head decides the members and the title this client shows and seals to."""
@@ -319,8 +351,12 @@ class Membership:
         c.titles[head.cid] = head.title
         (c.inactive.discard if me_in else c.inactive.add)(head.cid)
         mine = head.member(c.username)
-        if mine is not None and c.identity is not None and mine != member_of(c.identity.public) and \
-                head.cid not in self._updating:  # my keys changed: move the new ones into this log
+        if (
+            mine is not None
+            and c.identity is not None
+            and mine != member_of(c.identity.public)
+            and head.cid not in self._updating
+        ):  # my keys changed: move the new ones into this log
             from .membership_ops import update_keys
 
             self._updating.add(head.cid)
@@ -341,11 +377,15 @@ class Membership:
         chain = self.chains.get(cid)
         claimed = self.claimed.get(cid)
         if claimed is not None and claimed[0] is None and self.verified_before(cid):
-            raise MembershipFork("the relay lists this conversation without a membership log, but its log was "
-                                 "verified here: nothing is sent until the relay serves it again", field="ep")
+            raise MembershipFork(
+                "the relay lists this conversation without a membership log, but its log was "
+                "verified here: nothing is sent until the relay serves it again",
+                field="ep",
+            )
         if claimed is not None and claimed[0] is None:
-            raise LegacyConversation("this conversation predates signed membership: it is read-only; "
-                                     "start a new one", field="conversation")
+            raise LegacyConversation(
+                "this conversation predates signed membership: it is read-only; start a new one", field="conversation"
+            )
         if chain is None:
             chain = await self._restore(cid)
         if chain is None or chain.head is None or claimed is None or claimed != (chain.head.ep, chain.head.hash):
@@ -364,21 +404,33 @@ class Membership:
         # so nothing is sealed until it verifies. (A fork or an older log: the relay will refuse what
         # this seals, and the user was warned.)
         known = self._heads.get(cid, {}).get("ep", -1)  # verified before (a restart, then an older log)
-        newer = max(claimed[0] if claimed and isinstance(claimed[0], int) else -1, self._beyond.get(cid, -1),
-                    self._evidence.get(cid, -1), self._seen.get(cid, -1), known)
+        newer = max(
+            claimed[0] if claimed and isinstance(claimed[0], int) else -1,
+            self._beyond.get(cid, -1),
+            self._evidence.get(cid, -1),
+            self._seen.get(cid, -1),
+            known,
+        )
         if newer > head.ep:
             raise MembershipWithheld(lines.withheld(newer, head.ep), field="ep")
         if self._contradicts(chain):
-            raise MembershipFork(f"the relay's log has another statement for epoch {known} than the one verified "
-                                 "here: nothing is sent until it serves that one", field="ep")
+            raise MembershipFork(
+                f"the relay's log has another statement for epoch {known} than the one verified "
+                "here: nothing is sent until it serves that one",
+                field="ep",
+            )
         if head.member(self.client.username) is None:
-            raise ClientError("you are not a member of this conversation", code=ErrorCode.FORBIDDEN,
-                              field="conversation")
+            raise ClientError(
+                "you are not a member of this conversation", code=ErrorCode.FORBIDDEN, field="conversation"
+            )
         recipients = [await member_keys.sealed_to(self, m) for m in head.members]
         blocked = self.client.blocked_by(cid)
         if blocked:
-            raise KeyChangeBlocked(f"{', '.join(blocked)}'s key changed: accept or verify it before sending",
-                                   field=blocked[0], users=tuple(blocked))
+            raise KeyChangeBlocked(
+                f"{', '.join(blocked)}'s key changed: accept or verify it before sending",
+                field=blocked[0],
+                users=tuple(blocked),
+            )
         return Audience(cid, head.ep, head.hash, head.usernames, recipients)
 
     async def check_envelope(self, header, conversation: str, sender: str, parsed=None) -> str:
@@ -401,8 +453,9 @@ class Membership:
             comes again after the reconnect).
         """
         if header.cid != conversation:
-            raise ConversationMismatch("envelope belongs to another conversation than the one it was delivered in",
-                                       field="cid")
+            raise ConversationMismatch(
+                "envelope belongs to another conversation than the one it was delivered in", field="cid"
+            )
         if header.snd != sender:
             raise SenderMismatch("envelope names another sender than the one that sent it", field="snd")
         c = self.client
@@ -419,8 +472,9 @@ class Membership:
                 chain = self.chains.setdefault(header.cid, Chain(header.cid))
         try:
             if self._contradicts(chain):
-                raise EpochMismatch("the only log the relay shows contradicts the one verified here (a fork)",
-                                    field="mh")
+                raise EpochMismatch(
+                    "the only log the relay shows contradicts the one verified here (a fork)", field="mh"
+                )
             sealed_to = check_audience(chain, ep=header.ep, mh=header.mh, sender=header.snd, rkids=header.rkids)
         except EpochMismatch as exc:
             if chain.head is not None and header.ep > chain.head.ep:  # evidence of a change not shown
@@ -428,8 +482,13 @@ class Membership:
                 if header.ep > self._seen.get(header.cid, -1) and self._signed(parsed):
                     self._seen[header.cid] = header.ep
                     self._save()
-                await self._warn(header.cid, f"unseen:{header.ep}:{header.mh}", header.snd,
-                                 lines.unseen(header.snd, header.ep, chain.head.ep), exc)
+                await self._warn(
+                    header.cid,
+                    f"unseen:{header.ep}:{header.mh}",
+                    header.snd,
+                    lines.unseen(header.snd, header.ep, chain.head.ep),
+                    exc,
+                )
             raise
         gone = set(sealed_to.usernames) - set(chain.head.usernames)  # removed since the epoch it was sealed to
         return "" if not gone else "sender_removed" if header.snd in gone else "audience_removed"

@@ -44,39 +44,53 @@ def verified(st: Statement, prev: Statement | None) -> str:
 
 def invalid(claim: Statement | None, prev: Statement | None, exc: E2EEError) -> str:
     what = f"{claim.actor} {change(claim, prev)}" if claim is not None else "a change that cannot be read"
-    return (f"⚠ ignored a membership change that does not verify ({exc.code}): it claims “{what}”. "
-            "Nothing changed; the relay may be lying about who is in this conversation.")
+    return (
+        f"⚠ ignored a membership change that does not verify ({exc.code}): it claims “{what}”. "
+        "Nothing changed; the relay may be lying about who is in this conversation."
+    )
 
 
 def fork(exc: E2EEError) -> str:
-    return (f"⚠ the relay's membership log contradicts the one verified here ({exc.code}: {exc.message}). "
-            "The verified one is kept; messages are not sent until the relay shows it again.")
+    return (
+        f"⚠ the relay's membership log contradicts the one verified here ({exc.code}: {exc.message}). "
+        "The verified one is kept; messages are not sent until the relay shows it again."
+    )
 
 
 def withheld(claimed: int, verified_ep: int) -> str:
-    return (f"⚠ the relay says this conversation is at epoch {claimed}, but shows no change after epoch "
-            f"{verified_ep} that verifies: a change is withheld. Messages are not sent until it is shown.")
+    return (
+        f"⚠ the relay says this conversation is at epoch {claimed}, but shows no change after epoch "
+        f"{verified_ep} that verifies: a change is withheld. Messages are not sent until it is shown."
+    )
 
 
 def unseen(sender: str, ep: int, verified_ep: int) -> str:
-    return (f"⚠ {sender} sent a message sealed to epoch {ep} of the members, but the relay shows no change after "
-            f"epoch {verified_ep}: a change is withheld from you. Your messages here wait until it is shown.")
+    return (
+        f"⚠ {sender} sent a message sealed to epoch {ep} of the members, but the relay shows no change after "
+        f"epoch {verified_ep}: a change is withheld from you. Your messages here wait until it is shown."
+    )
 
 
 def downgrade() -> str:
-    return ("⚠ the relay now lists this conversation as made before signed membership, but its membership log "
-            "was verified here: the verified members are kept, and messages are not sent until the relay serves "
-            "the log again.")
+    return (
+        "⚠ the relay now lists this conversation as made before signed membership, but its membership log "
+        "was verified here: the verified members are kept, and messages are not sent until the relay serves "
+        "the log again."
+    )
 
 
 def unlisted() -> str:
-    return ("⚠ the relay no longer lists this conversation, but its verified membership log has you as a member: "
-            "no one removed you. The relay may be hiding it from you.")
+    return (
+        "⚠ the relay no longer lists this conversation, but its verified membership log has you as a member: "
+        "no one removed you. The relay may be hiding it from you."
+    )
 
 
 def legacy() -> str:
-    return ("this conversation was made before signed membership: its members cannot be verified, so it "
-            "is read-only. Start a new conversation to keep talking.")
+    return (
+        "this conversation was made before signed membership: its members cannot be verified, so it "
+        "is read-only. Start a new conversation to keep talking."
+    )
 
 
 WARNING_WORDS = {
@@ -98,4 +112,3 @@ WARNING_WORDS = {
 def warning_words(code: str) -> str:
     """A warning line's gist in a few plain words (the attacks table, notifications)."""
     return WARNING_WORDS.get(code, "a change of the members could not be verified")
-

@@ -103,18 +103,32 @@ async def change_members(ms: Membership, cid: str, add: Sequence[str] = (), remo
     before = set(c.members.get(cid, []))
     entries = await _members_for(ms, [u for u in add if u not in before])
     if entries:
-        await _post(ms, cid, lambda h: membership.change(h, _me(ms), "add", add=[
-            e for e in entries if h.member(e.username) is None]) if any(h.member(e.username) is None
-                                                                        for e in entries) else None)
+        await _post(
+            ms,
+            cid,
+            lambda h: (
+                membership.change(h, _me(ms), "add", add=[e for e in entries if h.member(e.username) is None])
+                if any(h.member(e.username) is None for e in entries)
+                else None
+            ),
+        )
     gone = [u for u in remove if u in before or u == c.username]
     if gone:
-        await _post(ms, cid, lambda h: membership.change(h, _me(ms), "remove", remove=[
-            u for u in gone if h.member(u)]) if any(h.member(u) for u in gone) else None)
+        await _post(
+            ms,
+            cid,
+            lambda h: (
+                membership.change(h, _me(ms), "remove", remove=[u for u in gone if h.member(u)])
+                if any(h.member(u) for u in gone)
+                else None
+            ),
+        )
     after = c.members.get(cid, [])
     if c.history is not None:
         await c.history.save_conversations([(cid, c.titles.get(cid, cid), after)])
-    await c.events.put(ConversationsChanged(cid, tuple(sorted(set(after) - before)),
-                                            tuple(sorted(before - set(after)))))
+    await c.events.put(
+        ConversationsChanged(cid, tuple(sorted(set(after) - before)), tuple(sorted(before - set(after))))
+    )
     return after
 
 
@@ -149,8 +163,15 @@ async def update_keys(ms: Membership, cid: str | None = None) -> int:
             continue
         as_old = Identity(c.username, signer.wrap_private, signer.sign_private)
         try:
-            if await _post(ms, conv, lambda h, o=as_old: membership.change(h, o, "update", keys=member_of(
-                    c.identity.public)) if h.member(c.username) not in (None, member_of(c.identity.public)) else None):
+            if await _post(
+                ms,
+                conv,
+                lambda h, o=as_old: (
+                    membership.change(h, o, "update", keys=member_of(c.identity.public))
+                    if h.member(c.username) not in (None, member_of(c.identity.public))
+                    else None
+                ),
+            ):
                 n += 1
         except ClientError as exc:
             log.warning("key update in %s not posted: %s", conv, exc.code)
@@ -180,9 +201,15 @@ async def refresh(ms: Membership) -> dict[str, list[str]]:
     for cid, conv in listed.items():
         ms.claimed[cid] = (conv.get("epoch"), conv.get("head"))
         if conv.get("epoch") is None and ms.verified_before(cid):  # a log was verified here: not legacy
-            await ms._warn(cid, "downgrade", "relay", lines.downgrade(), MembershipFork(
-                "the relay lists this conversation without a membership log; its log was verified here",
-                field="ep"))
+            await ms._warn(
+                cid,
+                "downgrade",
+                "relay",
+                lines.downgrade(),
+                MembershipFork(
+                    "the relay lists this conversation without a membership log; its log was verified here", field="ep"
+                ),
+            )
             continue  # the verified members and title stay; nothing is sealed (Membership.audience)
         if conv.get("epoch") is None:  # legacy: no log; shown read-only
             c.members[cid], c.titles[cid] = conv["members"], conv["title"]
@@ -214,14 +241,22 @@ async def refresh(ms: Membership) -> dict[str, list[str]]:
         head = ms.head(cid)
         if head is not None and head.member(c.username) is not None:  # the log decides, not the listing
             kept.append(cid)
-            await ms._warn(cid, "unlisted", "relay", lines.unlisted(), MembershipWithheld(
-                "the relay no longer lists this conversation; its verified log has you as a member", field="ep"))
+            await ms._warn(
+                cid,
+                "unlisted",
+                "relay",
+                lines.unlisted(),
+                MembershipWithheld(
+                    "the relay no longer lists this conversation; its verified log has you as a member", field="ep"
+                ),
+            )
             continue
         c.inactive.add(cid)
     changed = bool(gone) or any(before[cid] != (c.members.get(cid, []), c.titles.get(cid)) for cid in listed)
     if c.history is not None:
-        await c.history.save_conversations([(cid, c.titles.get(cid, cid), c.members.get(cid, []))
-                                            for cid in [*listed, *kept]], complete=True)
+        await c.history.save_conversations(
+            [(cid, c.titles.get(cid, cid), c.members.get(cid, [])) for cid in [*listed, *kept]], complete=True
+        )
     if changed:
         await c.events.put(ConversationsChanged())
     return {cid: c.members.get(cid, []) for cid in listed}

@@ -125,16 +125,30 @@ class Outbox:
         max_bytes = c.max_envelope
         size = len(text.encode("utf-8", "surrogatepass"))
         if size * 4 // 3 > max_bytes:
-            raise EnvelopeTooLarge(f"message is {size} bytes; the relay accepts envelopes up to {max_bytes} bytes "
-                                   f"(about {max_bytes * 3 // 4 - 1024} bytes of text)", field="text")
+            raise EnvelopeTooLarge(
+                f"message is {size} bytes; the relay accepts envelopes up to {max_bytes} bytes "
+                f"(about {max_bytes * 3 // 4 - 1024} bytes of text)",
+                field="text",
+            )
         try:
             recipients: Audience | None = await c.recipients_for(conversation)
         except ClientError as exc:  # the relay does not answer (a member's keys were never fetched):
             recipients, agreed = None, self._written_offline(conversation, exc)  # sealed on sending
         counters = c.progress.counters
         counter = counters[conversation] = counters.get(conversation, 0) + 1
-        rec = Record(secrets.token_hex(8), conversation, c.username, text, None, None, c._next_pos(),
-                     now_ms(), counter, RecordState.SEALING, info=MessageInfo(mine=True))
+        rec = Record(
+            secrets.token_hex(8),
+            conversation,
+            c.username,
+            text,
+            None,
+            None,
+            c._next_pos(),
+            now_ms(),
+            counter,
+            RecordState.SEALING,
+            info=MessageInfo(mine=True),
+        )
         item = self._item(rec, hold)
         self.items.append(item)
         try:
@@ -182,8 +196,17 @@ class Outbox:
         audience.admit(rec)  # AudienceGrew: members joined since it was written
         max_bytes, max_recipients = c.max_envelope, c.max_recipients
         data, timings = await asyncio.to_thread(
-            measure.seal, rec.text or "", c.identity, rec.conversation, audience.recipients, counter=rec.ctr or 1,
-            epoch=audience.epoch, head=audience.head, max_bytes=max_bytes, max_recipients=max_recipients)
+            measure.seal,
+            rec.text or "",
+            c.identity,
+            rec.conversation,
+            audience.recipients,
+            counter=rec.ctr or 1,
+            epoch=audience.epoch,
+            head=audience.head,
+            max_bytes=max_bytes,
+            max_recipients=max_recipients,
+        )
         header = envelope.parse(data, max_bytes=max_bytes, max_recipients=max_recipients).header
         if rec.mid:
             self.by_mid.pop(rec.mid, None)
@@ -422,8 +445,7 @@ class Outbox:
 
     def waiting(self, cid: str) -> list[Outgoing]:
         """My messages in ``cid`` waiting for my decision on a larger audience, oldest first."""
-        return [i for i in self.items
-                if i.record.conversation == cid and i.record.reason == ErrorCode.AUDIENCE_GREW]
+        return [i for i in self.items if i.record.conversation == cid and i.record.reason == ErrorCode.AUDIENCE_GREW]
 
     @property
     def records(self) -> list[Record]:

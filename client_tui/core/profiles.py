@@ -57,11 +57,11 @@ def normalize_url(url: str) -> str:
     try:
         host, port = parts.hostname, parts.port
     except ValueError:
-        raise InvalidRequest(f"{url!r} is not a relay address: the port must be a number 1-65535",
-                             field="server") from None
+        raise InvalidRequest(
+            f"{url!r} is not a relay address: the port must be a number 1-65535", field="server"
+        ) from None
     if scheme is None or not host:
-        raise InvalidRequest(f"{url!r} is not a relay address: use http://HOST:PORT or https://HOST",
-                             field="server")
+        raise InvalidRequest(f"{url!r} is not a relay address: use http://HOST:PORT or https://HOST", field="server")
     netloc = f"[{host}]" if ":" in host else host
     if port is not None and port != DEFAULT_PORTS[scheme]:
         netloc += f":{port}"
@@ -81,8 +81,13 @@ def relay_key(url: str) -> str:
     """The folder name of a relay: its normalised address without the scheme, every loopback
     name written ``127.0.0.1`` (``http://localhost:8765`` -> ``127_0_0_1_8765``)."""
     parts = urlsplit(normalize_url(url))
-    host = "127.0.0.1" if _loopback(parts.hostname or "") else parts.netloc.rsplit(":", 1)[0] if parts.port \
+    host = (
+        "127.0.0.1"
+        if _loopback(parts.hostname or "")
+        else parts.netloc.rsplit(":", 1)[0]
+        if parts.port
         else parts.netloc
+    )
     return _slug(host + (f":{parts.port}" if parts.port else "") + parts.path)
 
 
@@ -124,8 +129,14 @@ def missing_keystore(root: Path, url: str, username: str) -> KeystoreError:
     others = profiles_of(root, username)
     head = f"no keys for {username} at {normalize_url(url)} on this machine"
     if not others:
-        return KeystoreError(f"{head}: create the account (--register) or bring your keys "
-                             f"(e2ee-chat keys import --user {username} --file FILE)", field="path")
+        return KeystoreError(
+            f"{head}: create the account (--register) or bring your keys "
+            f"(e2ee-chat keys import --user {username} --file FILE)",
+            field="path",
+        )
     listed = ", ".join(others)
-    return KeystoreError(f"{head}. {username} has keys for: {listed}. Use one with --server ADDRESS "
-                         f"(or E2EE_SERVER), or copy them with keys export / keys import", field="path")
+    return KeystoreError(
+        f"{head}. {username} has keys for: {listed}. Use one with --server ADDRESS "
+        f"(or E2EE_SERVER), or copy them with keys export / keys import",
+        field="path",
+    )

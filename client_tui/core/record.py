@@ -97,7 +97,7 @@ class MessageInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
         except msgspec.ValidationError:
             doc = msgspec.json.decode(text)
         kept = {}
-        for key, value in (doc.items() if isinstance(doc, dict) else ()):
+        for key, value in doc.items() if isinstance(doc, dict) else ():
             try:
                 msgspec.convert({key: value}, cls)
             except msgspec.ValidationError:

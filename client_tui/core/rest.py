@@ -35,8 +35,9 @@ class Rest:
         level: the security level the relay must report before a registration or a login.
     """
 
-    def __init__(self, server_url: str, tls: ssl.SSLContext, session: RelaySession, username: str,
-                 level: int = REQUIRED_LEVEL) -> None:
+    def __init__(
+        self, server_url: str, tls: ssl.SSLContext, session: RelaySession, username: str, level: int = REQUIRED_LEVEL
+    ) -> None:
         self.server_url, self.session, self.username, self.level = server_url, session, username, level
         self.http = httpx2.AsyncClient(base_url=server_url, timeout=HTTP_TIMEOUT_S, verify=tls)
         self.password: str | None = None
@@ -62,8 +63,13 @@ class Rest:
             raise ClientError(f"relay answered {resp.status_code} without JSON", status=resp.status_code) from None
         if resp.status_code >= 400:
             err = data.get("error", {}) if isinstance(data, dict) else {}
-            raise ClientError(err.get("message", "request failed"), code=err.get("code"), field=err.get("field"),
-                              detail=err.get("detail"), status=resp.status_code)
+            raise ClientError(
+                err.get("message", "request failed"),
+                code=err.get("code"),
+                field=err.get("field"),
+                detail=err.get("detail"),
+                status=resp.status_code,
+            )
         return data
 
     async def check_level(self) -> int:

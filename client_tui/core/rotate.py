@@ -43,8 +43,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("e2ee.client")
 
-RETRY_REASONS = (ErrorCode.NOT_A_RECIPIENT, ErrorCode.UNWRAP_FAILED, ErrorCode.UNKNOWN_SENDER_KEY,
-                 ErrorCode.KEY_CHANGE_UNREVIEWED)
+RETRY_REASONS = (
+    ErrorCode.NOT_A_RECIPIENT,
+    ErrorCode.UNWRAP_FAILED,
+    ErrorCode.UNKNOWN_SENDER_KEY,
+    ErrorCode.KEY_CHANGE_UNREVIEWED,
+)
 """Reasons a message may open later: a key this client did not have yet, or a decision not taken."""
 
 
@@ -74,6 +78,7 @@ class Rotation(Contacts):
     _keys_lock: asyncio.Lock
 
     if TYPE_CHECKING:
+
         @property
         def keystore_path(self) -> Path: ...
 
@@ -107,9 +112,11 @@ class Rotation(Contacts):
             try:
                 await asyncio.to_thread(keystore.save_bundle, self.keystore_path, staged, passphrase, self.kdf)
             except OSError as exc:
-                raise RotationNotSaved(f"the new keys could not be saved ({exc.strerror or exc}): nothing was "
-                                       "published and your keys are unchanged; free some space and try again",
-                                       field="keystore") from None
+                raise RotationNotSaved(
+                    f"the new keys could not be saved ({exc.strerror or exc}): nothing was "
+                    "published and your keys are unchanged; free some space and try again",
+                    field="keystore",
+                ) from None
             self._bundle = staged
         await self._publish(new)
         await self._commit_rotation(new, passphrase)
@@ -124,14 +131,23 @@ class Rotation(Contacts):
             return  # published before (the answer was lost, or the commit failed)
         old = self.identity
         if current is None or (current.get("wrap_kid"), current.get("sign_kid")) != (old.wrap_kid, old.sign_kid):
-            raise RotationConflict("the relay's current keys are not this keystore's: refusing to rotate from them",
-                                   field="wrap_key")
-        statement = rotation.Rotation(self.username, (old.wrap_kid, old.sign_kid), (new.wrap_kid, new.sign_kid),
-                                      len(rows))
+            raise RotationConflict(
+                "the relay's current keys are not this keystore's: refusing to rotate from them", field="wrap_key"
+            )
+        statement = rotation.Rotation(
+            self.username, (old.wrap_kid, old.sign_kid), (new.wrap_kid, new.sign_kid), len(rows)
+        )
         pub = new.public.to_json()
-        await self.rest.request("POST", "/v1/keys/rotate", {
-            "wrap_key": pub["wrap_key"], "sign_key": pub["sign_key"], "counter": statement.counter,
-            "signature": b64u_encode(rotation.sign(old.sign_private, statement))})
+        await self.rest.request(
+            "POST",
+            "/v1/keys/rotate",
+            {
+                "wrap_key": pub["wrap_key"],
+                "sign_key": pub["sign_key"],
+                "counter": statement.counter,
+                "signature": b64u_encode(rotation.sign(old.sign_private, statement)),
+            },
+        )
 
     async def _commit_rotation(self, new: Identity, passphrase: str) -> None:
         """Phase 3: the new keys become current (in memory at once; on disk if the save works)."""
@@ -142,9 +158,11 @@ class Rotation(Contacts):
             await asyncio.to_thread(keystore.save_bundle, self.keystore_path, committed, passphrase, self.kdf)
             self._bundle = committed
         except OSError as exc:  # the keystore holds the new keys as pending: nothing is lost
-            text = (f"Your new keys are published, but the keystore could not be updated ({exc.strerror or exc}). "
-                    "They are kept in it as pending keys and this session uses them; the rotation is completed "
-                    "the next time you log in (free some space first).")
+            text = (
+                f"Your new keys are published, but the keystore could not be updated ({exc.strerror or exc}). "
+                "They are kept in it as pending keys and this session uses them; the rotation is completed "
+                "the next time you log in (free some space first)."
+            )
             log.warning("rotation committed in memory only: %s", exc)
             self.local_warnings.append(text)
             await self.events.put(LocalDataWarning(text))
@@ -235,7 +253,8 @@ class Rotation(Contacts):
                 return False
             me = self.inbox.identity_for(h.rkids)
             opened, timings = await asyncio.to_thread(
-                measure.open_, parsed, me, found[0], conversation=rec.conversation, sender=rec.sender)
+                measure.open_, parsed, me, found[0], conversation=rec.conversation, sender=rec.sender
+            )
         except (E2EEError, msgspec.DecodeError):
             return False
         if (h.snd, h.mid) in self.inbox.seen:
@@ -243,8 +262,15 @@ class Rotation(Contacts):
         self.inbox.seen.add((h.snd, h.mid))
         rec.text, rec.state, rec.reason, rec.detail = opened.text, RecordState.RECEIVED, "", ""
         rec.mid, rec.ts, rec.ctr = h.mid, h.ts, h.ctr
-        rec.info = MessageInfo(timings=timings, skid=h.skid, rkids=list(h.rkids), warning=found[1],
-                               mine=h.snd == self.username, wrap_kid=me.wrap_kid, opened_later=True)
+        rec.info = MessageInfo(
+            timings=timings,
+            skid=h.skid,
+            rkids=list(h.rkids),
+            warning=found[1],
+            mine=h.snd == self.username,
+            wrap_kid=me.wrap_kid,
+            opened_later=True,
+        )
         await self.history.put(rec)
         await self.events.put(RecordChanged(rec))
         return True

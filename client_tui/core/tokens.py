@@ -63,8 +63,9 @@ class RelaySession(httpx2.Auth):
 
     # -- refreshing --------------------------------------------------------------------------------
     def _refresh_request(self, url: httpx2.URL) -> httpx2.Request:
-        return httpx2.Request("POST", url.copy_with(path="/v1/token/refresh", query=None),
-                              json={"refresh": self.refresh_credential})
+        return httpx2.Request(
+            "POST", url.copy_with(path="/v1/token/refresh", query=None), json={"refresh": self.refresh_credential}
+        )
 
     async def _take(self, response: httpx2.Response) -> bool:
         """Adopt a refresh answer; on refusal forget the credential (it is never presented again)."""
@@ -105,8 +106,9 @@ class RelaySession(httpx2.Auth):
             SessionEnded: the session is over (log in again); httpx2.HTTPError: relay unreachable.
         """
         if self.due and not await self.refresh_now(http) and self.due:
-            raise SessionEnded(f"the session ended ({self.ended or 'not logged in'}): log in again",
-                               reason=self.ended or "unknown")
+            raise SessionEnded(
+                f"the session ended ({self.ended or 'not logged in'}): log in again", reason=self.ended or "unknown"
+            )
         assert self.access is not None
         return self.access
 

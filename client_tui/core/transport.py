@@ -58,12 +58,15 @@ def describe_failure(exc: BaseException, url: str) -> str:
     for e in chain:
         if isinstance(e, ssl.SSLCertVerificationError) or "CERTIFICATE_VERIFY_FAILED" in str(e):
             why = next((c.verify_message for c in chain if getattr(c, "verify_message", "")), "")
-            return (f"the relay's TLS certificate is not trusted{f' ({why})' if why else ''}: give the client "
-                    "the relay's certificate with --cafile FILE (or E2EE_CAFILE)")
+            return (
+                f"the relay's TLS certificate is not trusted{f' ({why})' if why else ''}: give the client "
+                "the relay's certificate with --cafile FILE (or E2EE_CAFILE)"
+            )
     for e in chain:
         text = str(e)
-        if isinstance(e, ssl.SSLError) and ("WRONG_VERSION_NUMBER" in text or "record layer" in text
-                                            or "packet length too long" in text):
+        if isinstance(e, ssl.SSLError) and (
+            "WRONG_VERSION_NUMBER" in text or "record layer" in text or "packet length too long" in text
+        ):
             return f"{where} does not speak TLS: use http:// for this relay, or start it with a certificate"
         if isinstance(e, ConnectionRefusedError) or "Connection refused" in text or "Errno 111" in text:
             return f"nothing answers at {where} (is the relay running?)"

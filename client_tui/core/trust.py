@@ -82,21 +82,32 @@ class Contact:
         return (self.pending.wrap_kid, self.pending.sign_kid) if self.pending is not None else None
 
     def to_json(self) -> dict:
-        return {"identity": self.identity.to_json(), "verified": self.verified,
-                "pending": self.pending.to_json() if self.pending else None,
-                "pending_signed_by_old": self.pending_signed_by_old,
-                "previous": [p.to_json() for p in self.previous], "changes": self.changes,
-                "newest_rotation": self.newest_rotation,
-                "retired_after": self.retired_after, "note": self.note}
+        return {
+            "identity": self.identity.to_json(),
+            "verified": self.verified,
+            "pending": self.pending.to_json() if self.pending else None,
+            "pending_signed_by_old": self.pending_signed_by_old,
+            "previous": [p.to_json() for p in self.previous],
+            "changes": self.changes,
+            "newest_rotation": self.newest_rotation,
+            "retired_after": self.retired_after,
+            "note": self.note,
+        }
 
     @classmethod
     def from_json(cls, doc: dict) -> Contact:
         """Inverse of :meth:`to_json` (key ids recomputed). Raises E2EEError, KeyError, TypeError."""
-        return cls(PublicIdentity.from_json(doc["identity"]), bool(doc.get("verified", False)),
-                   PublicIdentity.from_json(doc["pending"]) if doc.get("pending") else None,
-                   [PublicIdentity.from_json(p) for p in doc.get("previous", [])], list(doc.get("changes", [])),
-                   doc.get("pending_signed_by_old"), doc.get("newest_rotation"),
-                   dict(doc.get("retired_after", {})), str(doc.get("note", "")))
+        return cls(
+            PublicIdentity.from_json(doc["identity"]),
+            bool(doc.get("verified", False)),
+            PublicIdentity.from_json(doc["pending"]) if doc.get("pending") else None,
+            [PublicIdentity.from_json(p) for p in doc.get("previous", [])],
+            list(doc.get("changes", [])),
+            doc.get("pending_signed_by_old"),
+            doc.get("newest_rotation"),
+            dict(doc.get("retired_after", {})),
+            str(doc.get("note", "")),
+        )
 
 
 class TrustStore:
@@ -181,13 +192,16 @@ class TrustStore:
             self.contacts = {name: Contact.from_json(c) for name, c in doc.items()}
         except (ValueError, KeyError, TypeError, AttributeError, E2EEError, OSError):
             aside = set_aside(path, "damaged")
-            self._lose("damaged", f"the old contacts file could not be read; it was set aside as {aside.name}",
-                       aside=False)
+            self._lose(
+                "damaged", f"the old contacts file could not be read; it was set aside as {aside.name}", aside=False
+            )
             return
         aside = set_aside(path, "imported")
         log.warning("contacts imported from the unprotected %s (set aside as %s)", path.name, aside.name)
-        self.warnings.append(f"Your {len(self.contacts)} contact(s) were moved from the old unprotected file "
-                             f"{path.name} into the sealed trust store; the old file was kept as {aside.name}.")
+        self.warnings.append(
+            f"Your {len(self.contacts)} contact(s) were moved from the old unprotected file "
+            f"{path.name} into the sealed trust store; the old file was kept as {aside.name}."
+        )
         self.save()
 
     def _lose(self, what: str, why: str, *, aside: bool) -> None:
@@ -200,10 +214,12 @@ class TrustStore:
                 where = f" It could not be set aside ({exc.strerror}); it is left as it is."
         self.lost = f"{what} on {stamp}"
         self.contacts, self.membership = {}, {}
-        text = (f"Your trust store ({FILE_NAME}) was {what}: {why}.{where} The keys you had pinned, which "
-                "contacts you had verified, the key-change log and the verified group memberships are lost. "
-                "Contacts will be pinned again as they are next seen and marked as re-pinned, not as new: "
-                "compare safety numbers again.")
+        text = (
+            f"Your trust store ({FILE_NAME}) was {what}: {why}.{where} The keys you had pinned, which "
+            "contacts you had verified, the key-change log and the verified group memberships are lost. "
+            "Contacts will be pinned again as they are next seen and marked as re-pinned, not as new: "
+            "compare safety numbers again."
+        )
         log.warning("trust store %s: %s", what, why)
         self.warnings.append(text)
 
@@ -214,9 +230,14 @@ class TrustStore:
         again. Returns whether it was written."""
         nonce = os.urandom(12)
         header = {"format": FORMAT, "v": 1, "username": self.username, "nonce": b64u_encode(nonce)}
-        payload = json.dumps({"contacts": {n: c.to_json() for n, c in self.contacts.items()},
-                              "membership": self.membership, "lost": self.lost,
-                              "history_made": self.history_made}).encode()
+        payload = json.dumps(
+            {
+                "contacts": {n: c.to_json() for n, c in self.contacts.items()},
+                "membership": self.membership,
+                "lost": self.lost,
+                "history_made": self.history_made,
+            }
+        ).encode()
         doc = {**header, "ciphertext": b64u_encode(self._aead.encrypt(nonce, payload, _aad(header)))}
         try:
             write_private(self.path, json.dumps(doc).encode())
@@ -232,8 +253,9 @@ class TrustStore:
         """Pin ``identity`` as ``name``'s keys (first sight, or again after a loss: then with a note)."""
         contact = Contact(identity, **kw)
         if self.lost and name != self.username:
-            contact.note = (f"pinned again after your trust store was {self.lost}, not on first sight: "
-                            "compare the safety number")
+            contact.note = (
+                f"pinned again after your trust store was {self.lost}, not on first sight: compare the safety number"
+            )
             log.warning("%s pinned again after the trust store was %s", name, self.lost)
         self.contacts[name] = contact
         return contact

@@ -8,23 +8,24 @@ up to that sequence.
 Revision ID: 0003_key_rotation_v2
 Revises: 0002
 """
+
 import sqlalchemy as sa
 from alembic import op
 
-revision = '0003_key_rotation_v2'
-down_revision = '0002'
+revision = "0003_key_rotation_v2"
+down_revision = "0002"
 branch_labels = None
 depends_on = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table('user_keys', schema=None) as batch_op:
-        batch_op.add_column(sa.Column('rotation_v', sa.Integer(), nullable=True))
-        batch_op.add_column(sa.Column('published_seq', sa.BigInteger(), nullable=True))
+    with op.batch_alter_table("user_keys", schema=None) as batch_op:
+        batch_op.add_column(sa.Column("rotation_v", sa.Integer(), nullable=True))
+        batch_op.add_column(sa.Column("published_seq", sa.BigInteger(), nullable=True))
     op.execute("UPDATE user_keys SET rotation_v = 1 WHERE rotation_sig IS NOT NULL")
 
 
 def downgrade() -> None:
-    with op.batch_alter_table('user_keys', schema=None) as batch_op:
-        batch_op.drop_column('published_seq')
-        batch_op.drop_column('rotation_v')
+    with op.batch_alter_table("user_keys", schema=None) as batch_op:
+        batch_op.drop_column("published_seq")
+        batch_op.drop_column("rotation_v")

@@ -13,11 +13,12 @@ above the highest one it still has a trace of: stored messages and ``user_keys.p
 Revision ID: 0007_seq_monotonic
 Revises: 0006_retention
 """
+
 import sqlalchemy as sa
 from alembic import op
 
-revision = '0007_seq_monotonic'
-down_revision = '0006_retention'
+revision = "0007_seq_monotonic"
+down_revision = "0006_retention"
 branch_labels = None
 depends_on = None
 
@@ -27,34 +28,35 @@ def _sqlite_rebuild_messages(autoincrement: bool) -> None:
     # Rebuilding drops the old table: with foreign keys on, that would cascade into deliveries.
     if op.get_bind().exec_driver_sql("PRAGMA foreign_keys").scalar():
         raise RuntimeError("migration 0007 rebuilds messages and needs PRAGMA foreign_keys=OFF")
-    with op.batch_alter_table('messages', recreate='always',
-                              table_kwargs={'sqlite_autoincrement': autoincrement}) as batch_op:
-        batch_op.alter_column('seq', existing_type=sa.Integer(), existing_nullable=False, autoincrement=True)
+    with op.batch_alter_table(
+        "messages", recreate="always", table_kwargs={"sqlite_autoincrement": autoincrement}
+    ) as batch_op:
+        batch_op.alter_column("seq", existing_type=sa.Integer(), existing_nullable=False, autoincrement=True)
 
 
 def upgrade() -> None:
-    if op.get_bind().dialect.name == 'sqlite':
+    if op.get_bind().dialect.name == "sqlite":
         _sqlite_rebuild_messages(autoincrement=True)
         # the copy set sqlite_sequence to the highest stored seq; published_seq may know a higher one
-        op.execute("INSERT INTO sqlite_sequence (name, seq) SELECT 'messages', 0 WHERE NOT EXISTS "
-                   "(SELECT 1 FROM sqlite_sequence WHERE name = 'messages')")
-        op.execute("UPDATE sqlite_sequence SET seq = max(seq, (SELECT coalesce(max(published_seq), 0) "
-                   "FROM user_keys)) WHERE name = 'messages'")
+        op.execute(
+            "INSERT INTO sqlite_sequence (name, seq) SELECT 'messages', 0 WHERE NOT EXISTS "
+            "(SELECT 1 FROM sqlite_sequence WHERE name = 'messages')"
+        )
+        op.execute(
+            "UPDATE sqlite_sequence SET seq = max(seq, (SELECT coalesce(max(published_seq), 0) "
+            "FROM user_keys)) WHERE name = 'messages'"
+        )
     else:
-        op.alter_column('messages', 'seq', type_=sa.BigInteger(), existing_type=sa.Integer(),
-                        existing_nullable=False)
-        op.alter_column('deliveries', 'seq', type_=sa.BigInteger(), existing_type=sa.Integer(),
-                        existing_nullable=False)
+        op.alter_column("messages", "seq", type_=sa.BigInteger(), existing_type=sa.Integer(), existing_nullable=False)
+        op.alter_column("deliveries", "seq", type_=sa.BigInteger(), existing_type=sa.Integer(), existing_nullable=False)
         op.execute("ALTER SEQUENCE messages_seq_seq AS bigint")
 
 
 def downgrade() -> None:
-    if op.get_bind().dialect.name == 'sqlite':
+    if op.get_bind().dialect.name == "sqlite":
         _sqlite_rebuild_messages(autoincrement=False)
     else:
         # refuses (out of range) when a seq above 2**31-1 is stored: those cannot go back to 32 bits
         op.execute("ALTER SEQUENCE messages_seq_seq AS integer")
-        op.alter_column('deliveries', 'seq', type_=sa.Integer(), existing_type=sa.BigInteger(),
-                        existing_nullable=False)
-        op.alter_column('messages', 'seq', type_=sa.Integer(), existing_type=sa.BigInteger(),
-                        existing_nullable=False)
+        op.alter_column("deliveries", "seq", type_=sa.Integer(), existing_type=sa.BigInteger(), existing_nullable=False)
+        op.alter_column("messages", "seq", type_=sa.Integer(), existing_type=sa.BigInteger(), existing_nullable=False)

@@ -86,10 +86,31 @@ from .format import (
 )
 
 __all__ = [
-    "ALG", "CEK_BYTES", "CTY", "KC_CONTEXT", "DEFAULT_MAX_ENVELOPE_BYTES", "DEFAULT_MAX_RECIPIENTS", "ENC", "Header",
-    "MAX_ID_CHARS", "MAX_SAFE_INTEGER", "MESSAGE_ID_BYTES", "NONCE_BYTES", "Opened", "ParsedEnvelope",
-    "SIGNATURE_BYTES", "SIG_CONTEXT", "SenderKeyResolver", "TAG_BYTES", "TYP", "VERSION", "check", "open", "parse",
-    "seal", "verify_signature",
+    "ALG",
+    "CEK_BYTES",
+    "CTY",
+    "KC_CONTEXT",
+    "DEFAULT_MAX_ENVELOPE_BYTES",
+    "DEFAULT_MAX_RECIPIENTS",
+    "ENC",
+    "Header",
+    "MAX_ID_CHARS",
+    "MAX_SAFE_INTEGER",
+    "MESSAGE_ID_BYTES",
+    "NONCE_BYTES",
+    "Opened",
+    "ParsedEnvelope",
+    "SIGNATURE_BYTES",
+    "SIG_CONTEXT",
+    "SenderKeyResolver",
+    "TAG_BYTES",
+    "TYP",
+    "VERSION",
+    "check",
+    "open",
+    "parse",
+    "seal",
+    "verify_signature",
 ]
 """The public API: seal, parse, open (and verify_signature), the relay's check, their result types and the
 format's constants (the form, :func:`parse` and :func:`check` are defined in :mod:`shared.envelope.format`)."""
@@ -141,9 +162,21 @@ def _seal_with(
     if estimate > max_bytes:
         raise EnvelopeTooLarge(f"envelope would be ~{estimate} bytes; limit {max_bytes}", field="plaintext")
     header = Header(
-        alg=ALG, enc=ENC, typ=TYP, cty=CTY, v=VERSION, mid=_b64(message_id).rstrip("="), cid=conversation,
-        snd=sender.username, skid=sender.sign_kid, ts=sent_at_ms, ctr=counter, ep=epoch, mh=head,
-        kc=_b64(_commitment(cek).finalize()).rstrip("="), rkids=kids,
+        alg=ALG,
+        enc=ENC,
+        typ=TYP,
+        cty=CTY,
+        v=VERSION,
+        mid=_b64(message_id).rstrip("="),
+        cid=conversation,
+        snd=sender.username,
+        skid=sender.sign_kid,
+        ts=sent_at_ms,
+        ctr=counter,
+        ep=epoch,
+        mh=head,
+        kc=_b64(_commitment(cek).finalize()).rstrip("="),
+        rkids=kids,
     )
     protected = _b64(_encoder.encode(header)).rstrip("=")
     sealed = AESGCM(cek).encrypt(iv, plaintext, protected.encode("ascii"))
@@ -205,10 +238,19 @@ def seal(
     # either way; one system call instead of three).
     fresh = os.urandom(CEK_BYTES + NONCE_BYTES + MESSAGE_ID_BYTES)
     return _seal_with(
-        plaintext, sender, conversation, recipients, counter=counter, epoch=epoch, head=head,
-        cek=fresh[:CEK_BYTES], iv=fresh[CEK_BYTES:CEK_BYTES + NONCE_BYTES],
-        message_id=fresh[CEK_BYTES + NONCE_BYTES:], sent_at_ms=int(time.time() * 1000),
-        max_bytes=max_bytes, max_recipients=max_recipients,
+        plaintext,
+        sender,
+        conversation,
+        recipients,
+        counter=counter,
+        epoch=epoch,
+        head=head,
+        cek=fresh[:CEK_BYTES],
+        iv=fresh[CEK_BYTES : CEK_BYTES + NONCE_BYTES],
+        message_id=fresh[CEK_BYTES + NONCE_BYTES :],
+        sent_at_ms=int(time.time() * 1000),
+        max_bytes=max_bytes,
+        max_recipients=max_recipients,
     )
 
 
@@ -280,8 +322,8 @@ def open(  # the module's public verb, used as envelope.open(...)
         32 bytes); KeyCommitmentInvalid (``kc`` does not match the unwrapped key);
         DecryptionFailed (AES-GCM tag check failed).
     """
-    parsed = data if isinstance(data, ParsedEnvelope) else parse(
-        data, max_bytes=max_bytes, max_recipients=max_recipients
+    parsed = (
+        data if isinstance(data, ParsedEnvelope) else parse(data, max_bytes=max_bytes, max_recipients=max_recipients)
     )
     h, env, bin_ = parsed.header, parsed._env, parsed._bin
     if conversation is not None and h.cid != conversation:

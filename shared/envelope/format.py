@@ -29,9 +29,26 @@ from ..errors import (
 from ..strictjson import MAX_SAFE_INTEGER, as_bytes, check_id, check_kid, json_error, reject_duplicate_members
 
 __all__ = [
-    "ALG", "ENC", "TYP", "CTY", "VERSION", "SIG_CONTEXT", "KC_CONTEXT", "CEK_BYTES", "NONCE_BYTES", "TAG_BYTES",
-    "MESSAGE_ID_BYTES", "SIGNATURE_BYTES", "DEFAULT_MAX_ENVELOPE_BYTES", "DEFAULT_MAX_RECIPIENTS",
-    "MAX_SAFE_INTEGER", "Header", "ParsedEnvelope", "Opened", "parse", "check"
+    "ALG",
+    "ENC",
+    "TYP",
+    "CTY",
+    "VERSION",
+    "SIG_CONTEXT",
+    "KC_CONTEXT",
+    "CEK_BYTES",
+    "NONCE_BYTES",
+    "TAG_BYTES",
+    "MESSAGE_ID_BYTES",
+    "SIGNATURE_BYTES",
+    "DEFAULT_MAX_ENVELOPE_BYTES",
+    "DEFAULT_MAX_RECIPIENTS",
+    "MAX_SAFE_INTEGER",
+    "Header",
+    "ParsedEnvelope",
+    "Opened",
+    "parse",
+    "check",
 ]
 
 ALG = "RSA-OAEP-256"
@@ -238,8 +255,9 @@ def check(
     return header
 
 
-def _form(data: bytes, max_bytes: int, max_recipients: int) -> tuple[
-        bytes, _Envelope, Header, bytes, bytes, bytes, bytes]:
+def _form(
+    data: bytes, max_bytes: int, max_recipients: int
+) -> tuple[bytes, _Envelope, Header, bytes, bytes, bytes, bytes]:
     """Steps 1-16 of §5.7 and ``sig`` of step 17: ``(data, env, header, mid, iv, tag, sig)``."""
     data = as_bytes(data)
     if len(data) > max_bytes:
@@ -298,8 +316,6 @@ def _form(data: bytes, max_bytes: int, max_recipients: int) -> tuple[
     return data, env, header, mid, iv, tag, sig
 
 
-
-
 def _commitment(cek: bytes) -> hmac.HMAC:
     mac = hmac.HMAC(cek, hashes.SHA256())
     mac.update(KC_CONTEXT)
@@ -316,8 +332,9 @@ def _signing_bytes(protected: str, keys: str, iv: str, ciphertext: str, tag: str
 
 
 def _signing_input(env: _Envelope) -> bytes:
-    return _signing_bytes(env.protected, ",".join(r.encrypted_key for r in env.recipients), env.iv, env.ciphertext,
-                          env.tag)
+    return _signing_bytes(
+        env.protected, ",".join(r.encrypted_key for r in env.recipients), env.iv, env.ciphertext, env.tag
+    )
 
 
 def _compact(protected: str, kids: list[str], keys: list[str], iv: str, ciphertext: str, tag: str, sig: str) -> bytes:
@@ -325,7 +342,7 @@ def _compact(protected: str, kids: list[str], keys: list[str], iv: str, cipherte
     members: every value is base64url text, which JSON never escapes, so the members are placed
     as they are (a seal writes ~2 KB of JSON; this is a third cheaper than encoding a struct)."""
     entries = ",".join(f'{{"header":{{"kid":"{k}"}},"encrypted_key":"{e}"}}' for k, e in zip(kids, keys, strict=True))
-    return (f'{{"protected":"{protected}","recipients":[{entries}],"iv":"{iv}","ciphertext":"{ciphertext}",'
-            f'"tag":"{tag}","sig":"{sig}"}}').encode()
-
-
+    return (
+        f'{{"protected":"{protected}","recipients":[{entries}],"iv":"{iv}","ciphertext":"{ciphertext}",'
+        f'"tag":"{tag}","sig":"{sig}"}}'
+    ).encode()

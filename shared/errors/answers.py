@@ -6,9 +6,21 @@ from .base import E2EEError
 from .codes import ErrorCode
 
 __all__ = [
-    "AuthFailed", "SessionEnded", "Forbidden", "NotFound", "Conflict", "MembershipConflict", "EpochStale",
-    "LegacyConversation", "RecipientsMismatch", "RateLimited", "Busy", "ProtocolViolation", "SessionStateError",
-    "LevelMismatch", "DowngradeRefused"
+    "AuthFailed",
+    "SessionEnded",
+    "Forbidden",
+    "NotFound",
+    "Conflict",
+    "MembershipConflict",
+    "EpochStale",
+    "LegacyConversation",
+    "RecipientsMismatch",
+    "RateLimited",
+    "Busy",
+    "ProtocolViolation",
+    "SessionStateError",
+    "LevelMismatch",
+    "DowngradeRefused",
 ]
 
 

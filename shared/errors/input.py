@@ -6,11 +6,29 @@ from .base import E2EEError
 from .codes import ErrorCode
 
 __all__ = [
-    "MalformedInput", "FrameInvalid", "InvalidRequest", "UnsupportedMediaType", "StatementMalformed",
-    "EnvelopeMalformed", "Base64Invalid", "NonceInvalid", "TagInvalid", "UnsupportedAlgorithm", "TrailingData",
-    "DuplicateMember", "RecipientListInvalid", "DuplicateRecipient", "LimitExceeded", "EnvelopeTooLarge",
-    "TooManyRecipients", "BodyTooLarge", "KeyInvalid", "KeyRefused", "KeyTypeRefused", "KeySizeRefused",
-    "KeyExponentRefused"
+    "MalformedInput",
+    "FrameInvalid",
+    "InvalidRequest",
+    "UnsupportedMediaType",
+    "StatementMalformed",
+    "EnvelopeMalformed",
+    "Base64Invalid",
+    "NonceInvalid",
+    "TagInvalid",
+    "UnsupportedAlgorithm",
+    "TrailingData",
+    "DuplicateMember",
+    "RecipientListInvalid",
+    "DuplicateRecipient",
+    "LimitExceeded",
+    "EnvelopeTooLarge",
+    "TooManyRecipients",
+    "BodyTooLarge",
+    "KeyInvalid",
+    "KeyRefused",
+    "KeyTypeRefused",
+    "KeySizeRefused",
+    "KeyExponentRefused",
 ]
 
 

@@ -7,12 +7,34 @@ from .base import E2EEError
 from .codes import ErrorCode
 
 __all__ = [
-    "VerificationFailed", "NotARecipient", "UnwrapFailed", "KeyCommitmentInvalid", "DecryptionFailed",
-    "SignatureInvalid", "UnknownSenderKey", "RetiredSenderKey", "KeyChangeUnreviewed", "KeyAnswerMismatch",
-    "ConversationMismatch", "SenderMismatch", "AudienceMismatch", "EpochMismatch", "SessionMismatch",
-    "DirectionMismatch", "Replayed", "RelayKeyMismatch", "ChallengeMismatch", "MembershipInvalid",
-    "StatementSignatureInvalid", "ActorNotMember", "ActorKeyMismatch", "EpochSkipped", "ChainBroken",
-    "PolicyViolation", "MembershipFork", "MembershipWithheld"
+    "VerificationFailed",
+    "NotARecipient",
+    "UnwrapFailed",
+    "KeyCommitmentInvalid",
+    "DecryptionFailed",
+    "SignatureInvalid",
+    "UnknownSenderKey",
+    "RetiredSenderKey",
+    "KeyChangeUnreviewed",
+    "KeyAnswerMismatch",
+    "ConversationMismatch",
+    "SenderMismatch",
+    "AudienceMismatch",
+    "EpochMismatch",
+    "SessionMismatch",
+    "DirectionMismatch",
+    "Replayed",
+    "RelayKeyMismatch",
+    "ChallengeMismatch",
+    "MembershipInvalid",
+    "StatementSignatureInvalid",
+    "ActorNotMember",
+    "ActorKeyMismatch",
+    "EpochSkipped",
+    "ChainBroken",
+    "PolicyViolation",
+    "MembershipFork",
+    "MembershipWithheld",
 ]
 
 

@@ -25,8 +25,17 @@ from ..strictjson import MAX_SAFE_INTEGER
 from .common import RENEW_AT, _Side
 
 __all__ = [
-    "MAX_SEQ", "Opened", "SyncProgress", "SendRefused", "RelayError", "RoundTrip", "Renewed", "RenewalDue",
-    "Closed", "ClientState", "ClientProtocol"
+    "MAX_SEQ",
+    "Opened",
+    "SyncProgress",
+    "SendRefused",
+    "RelayError",
+    "RoundTrip",
+    "Renewed",
+    "RenewalDue",
+    "Closed",
+    "ClientState",
+    "ClientProtocol",
 ]
 
 MAX_SEQ = MAX_SAFE_INTEGER

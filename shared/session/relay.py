@@ -12,8 +12,16 @@ from ..errors import AuthFailed, E2EEError, FrameInvalid, SessionStateError
 from .common import CloseCode, _Side
 
 __all__ = [
-    "MAX_BAD_FRAMES", "SYNC_MAX_LIMIT", "AuthRequested", "SendRequested", "SyncRequested", "AckReceived",
-    "RenewalRequested", "FrameRefused", "RelayState", "RelayProtocol"
+    "MAX_BAD_FRAMES",
+    "SYNC_MAX_LIMIT",
+    "AuthRequested",
+    "SendRequested",
+    "SyncRequested",
+    "AckReceived",
+    "RenewalRequested",
+    "FrameRefused",
+    "RelayState",
+    "RelayProtocol",
 ]
 
 MAX_BAD_FRAMES = 20

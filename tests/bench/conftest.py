@@ -22,7 +22,9 @@ def quick_report(tmp_path_factory) -> tuple[dict, Path, subprocess.CompletedProc
     json_path = folder / "results.json"
     proc = subprocess.run(
         [sys.executable, "-m", "bench.cli", "report", "--quick", "--json", str(json_path), "--out", str(out)],
-        capture_output=True, text=True, timeout=480,
+        capture_output=True,
+        text=True,
+        timeout=480,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return json.loads(json_path.read_text()), out, proc

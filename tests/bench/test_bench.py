@@ -31,9 +31,17 @@ def test_report_quick_writes_report_charts_and_json(quick_report):
         assert key in machine
     assert machine["libraries"]["cryptography"]
     text = (out / "REPORT.md").read_text()
-    for heading in ("## 02 Per-message cost", "## 03 One-time costs", "## 04 Encrypt-only",
-                    "## 05 What else costs time", "## 06 Slower devices", "## 07 The whole path",
-                    "## 08 The article's decision table", "## Targets", "## Closing note"):
+    for heading in (
+        "## 02 Per-message cost",
+        "## 03 One-time costs",
+        "## 04 Encrypt-only",
+        "## 05 What else costs time",
+        "## 06 Slower devices",
+        "## 07 The whole path",
+        "## 08 The article's decision table",
+        "## Targets",
+        "## Closing note",
+    ):
         assert heading in text
     assert "article (quoted)" in text
     for png in report.CHARTS.values():
@@ -47,9 +55,11 @@ def test_primitives_json_keys(quick_report):
         assert set(prim["per_request"][payload]) == {"L1", "L2", "L2_rest", "L3", "L4"}
         assert all(_is_stats(s) for s in prim["per_request"][payload].values())
     assert {"jwt_sign_hs256", "pyjwt_decode_hs256", "tokens_verify_first", "tokens_verify_repeat"} <= set(
-        prim["jwt"]["rows"])
+        prim["jwt"]["rows"]
+    )
     assert {"aes_gcm_encrypt", "aes_gcm_decrypt", "l3_seal", "l3_open", "l4_seal", "l4_open"} <= set(
-        prim["enc_dec_1kb"])
+        prim["enc_dec_1kb"]
+    )
     assert {"seal_over_floor", "open_over_floor"} == set(prim["l4"]["ratios"])
     assert any(k.startswith("keygen_") for k in prim["one_time"])
     assert any(k.startswith("l3_handshake_") for k in prim["one_time"])
@@ -60,8 +70,19 @@ def test_recipients_json_keys(quick_report):
     for per in rec["sizes"].values():
         assert list(per["rows"]) == [str(n) for n in rec_counts(rec)]
         for n, row in per["rows"].items():
-            for key in ("rsa_seal", "rsa_open", "x25519_seal", "x25519_open", "hybrid_seal", "hybrid_open",
-                        "group_seal", "group_open", "group_rotate", "relay_parse", "rsa_seal_floor"):
+            for key in (
+                "rsa_seal",
+                "rsa_open",
+                "x25519_seal",
+                "x25519_open",
+                "hybrid_seal",
+                "hybrid_open",
+                "group_seal",
+                "group_open",
+                "group_rotate",
+                "relay_parse",
+                "rsa_seal_floor",
+            ):
                 assert _is_stats(row[key])
             # each hybrid entry carries a 1,088-byte ML-KEM-768 ciphertext (1,451 base64url characters)
             assert row["hybrid_envelope_bytes"] > row["x25519_envelope_bytes"] + 1451 * int(n)
@@ -88,8 +109,13 @@ def test_path_json_keys(quick_report):
     for c in path["configs"]:
         assert c["messages"] == path["params"]["messages"] * c["pairs"]
         assert _is_stats(c["e2e"]) and _is_stats(c["ack"])
-        assert set(c["split_mean_ms"]) == {"client_crypto_ms", "serialization_ms", "relay_handling_ms",
-                                           "db_commit_ms", "network_rest_ms"}
+        assert set(c["split_mean_ms"]) == {
+            "client_crypto_ms",
+            "serialization_ms",
+            "relay_handling_ms",
+            "db_commit_ms",
+            "network_rest_ms",
+        }
         assert len(c["samples_ms"]) == c["messages"]
     probe = path["jwt_probe"]
     assert probe["ws_verifications"] == 0  # verified once per connection, never per message
@@ -132,7 +158,8 @@ def test_context_peers_relay_json_keys(quick_report):
     if "skipped" not in peers:
         assert set(peers["per_request"]["1 KB"]) == {"L1", "L2", "L3_node", "L3_webcrypto", "L4"}
         assert {"node_encrypt", "node_decrypt", "webcrypto_encrypt", "webcrypto_encrypt_decrypt"} <= set(
-            peers["enc_dec_1kb"])
+            peers["enc_dec_1kb"]
+        )
     relay = results["relay"]
     assert relay["relay"]["acked"] == relay["relay"]["messages"]
     assert relay["relay"]["in_database"] == relay["relay"]["acked"]
@@ -190,8 +217,12 @@ def test_browser_quick_command(tmp_path):
     """``e2ee-bench browser --quick`` as CI runs it: real Chromium, a cross-origin-isolated page."""
     require_browser()
     out = tmp_path / "browser.json"
-    proc = subprocess.run([sys.executable, "-m", "bench.cli", "browser", "--quick", "--json", str(out)],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.cli", "browser", "--quick", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     _check_browser(json.loads(out.read_text())["browser"])
     assert "batch vs per-call median" in proc.stdout
@@ -210,9 +241,22 @@ def test_report_has_the_chromium_columns(quick_report):
 def test_every_target_is_reported(quick_report):
     results, _out, proc = quick_report
     ids = {t["id"] for t in results["targets"]}
-    assert ids == {"l4_open", "l4_seal", "l4_e2e", "vs_node", "jwt_ws", "jwt_rest", "relay_vs_echo",
-                   # issue 17
-                   "browser_isolated", "browser_batch", "network", "pq_hybrid", "relay_cpu", "cross_hop"}
+    assert ids == {
+        "l4_open",
+        "l4_seal",
+        "l4_e2e",
+        "vs_node",
+        "jwt_ws",
+        "jwt_rest",
+        "relay_vs_echo",
+        # issue 17
+        "browser_isolated",
+        "browser_batch",
+        "network",
+        "pq_hybrid",
+        "relay_cpu",
+        "cross_hop",
+    }
     for t in results["targets"]:
         assert t["met"] in (True, False, None) and t["issue"]
     measured = {t["id"] for t in results["targets"] if t["met"] is not None}

@@ -33,8 +33,9 @@ def test_the_bytes_v2_adds_are_ep_mh_kc_in_the_base64url_header(identities):
     into the protected header (the signature context is not transmitted)."""
     alice: Identity = identities["alice"]
     got = bench_membership.extra_bytes(alice, [alice, identities["bob"]], 100)
-    data = envelope.seal("x" * 1024, alice, "bench-log", [alice.public, identities["bob"].public], counter=1,
-                         epoch=100, head="A" * 43)
+    data = envelope.seal(
+        "x" * 1024, alice, "bench-log", [alice.public, identities["bob"].public], counter=1, epoch=100, head="A" * 43
+    )
     protected = json.loads(data)["protected"]
     header = base64.urlsafe_b64decode(protected + "=" * (-len(protected) % 4))
     plain_added = len(b',"ep":100,"mh":"' + b"A" * 43 + b'","kc":"') + 43 + 1

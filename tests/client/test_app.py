@@ -148,8 +148,16 @@ async def test_inspector_shows_ciphertext_only(make_client):
         assert stored["ciphertext"] in shown.replace("\n", "").replace(" ", "")
         for form in (secret, base64.b64encode(secret.encode()).decode(), secret.encode().hex()):
             assert form not in shown
-        for label in ("envelope", "wrapped keys", "unwrap (RSA-OAEP-256)", "verify (Ed25519)", "decrypt",
-                      "protected header", "alice", "bob (you)"):
+        for label in (
+            "envelope",
+            "wrapped keys",
+            "unwrap (RSA-OAEP-256)",
+            "verify (Ed25519)",
+            "decrypt",
+            "protected header",
+            "alice",
+            "bob (you)",
+        ):
             assert label in shown, label
         # my own message: the sealing costs, wrap × 2
         await pilot.press(*"and my answer", "enter")
@@ -313,8 +321,9 @@ async def test_a_counter_gap_is_shown_if_it_stays_open_and_removed_when_filled(m
         await alice.connect()
 
         async def send(ctr: int) -> None:  # alice's sends, with counters picked by the test
-            data = envelope.seal(f"n{ctr}", alice.identity, conv, aud.recipients, counter=ctr, epoch=aud.epoch,
-                                 head=aud.head)
+            data = envelope.seal(
+                f"n{ctr}", alice.identity, conv, aud.recipients, counter=ctr, epoch=aud.epoch, head=aud.head
+            )
             await alice.send_envelope(conv, data)
 
         for ctr in (1, 2, 5):
@@ -343,8 +352,12 @@ async def test_a_refused_startup_login_falls_back_to_the_login_screen(make_clien
 
     app = ChatApp(client, startup=startup)
     async with app.run_test(size=SIZE):
-        await wait_until(lambda: screen_ready(app, LoginScreen)  # pushed by a worker: composed later
-                         and "wrong passphrase" in str(app.screen.query_one("#login-error").render()))
+        await wait_until(
+            lambda: (
+                screen_ready(app, LoginScreen)  # pushed by a worker: composed later
+                and "wrong passphrase" in str(app.screen.query_one("#login-error").render())
+            )
+        )
         assert app.screen.query_one("#username", Input).value == "alice"
 
 
@@ -368,4 +381,3 @@ async def test_client_events_while_the_app_closes_are_not_applied_to_removed_wid
                 await asyncio.sleep(0.05)
 
         app._prune = prune_then_an_event
-

@@ -57,8 +57,9 @@ async def test_relay_restarted_mid_conversation_nothing_lost_or_doubled(relay, t
         await bp.press(*"four while the relay is down", "enter")
         await wait_until(lambda: len(alice.outbox) == 1 and len(bob.outbox) == 1)
         # the client's outbox first, the app's records and status line once it applied the events
-        await wait_until(lambda: texts(alice_app)[-1] == "three while the relay is down"
-                         and "outbox 1" in status(alice_app))
+        await wait_until(
+            lambda: texts(alice_app)[-1] == "three while the relay is down" and "outbox 1" in status(alice_app)
+        )
         assert messages(alice_app)[-1].state == "sending"
 
         t0 = time.perf_counter()
@@ -107,8 +108,12 @@ async def test_burst_of_500_rsa3072_messages_keeps_the_ui_responsive(rsa3072, tm
         aud = await alice.recipients_for(conv)
 
         def seal_all() -> list[bytes]:
-            return [envelope.seal(f"burst {i}", alice.identity, conv, aud.recipients, counter=i + 1,
-                                  epoch=aud.epoch, head=aud.head) for i in range(BURST)]
+            return [
+                envelope.seal(
+                    f"burst {i}", alice.identity, conv, aud.recipients, counter=i + 1, epoch=aud.epoch, head=aud.head
+                )
+                for i in range(BURST)
+            ]
 
         batch = tmp_path / "burst.jsonl"
         batch.write_bytes(b"\n".join(await asyncio.to_thread(seal_all)))
@@ -139,7 +144,8 @@ async def test_burst_of_500_rsa3072_messages_keeps_the_ui_responsive(rsa3072, tm
 
             t0 = time.perf_counter()
             sender = await asyncio.create_subprocess_exec(  # another process: its work is not on this loop
-                sys.executable, "-m", "tests.helpers.blast", alice.ws_url, alice.token, conv, str(batch))
+                sys.executable, "-m", "tests.helpers.blast", alice.ws_url, alice.token, conv, str(batch)
+            )
             watcher = asyncio.create_task(monitor())  # after the fork, which is the test's own cost
             typed = "typing while 500 messages arrive"
             for ch in typed:
@@ -151,9 +157,11 @@ async def test_burst_of_500_rsa3072_messages_keeps_the_ui_responsive(rsa3072, tm
             await watcher
             assert await sender.wait() == 0
             top, top_own = sorted(stalls)[-3:], sorted(own)[-3:]
-            print(f"\n{BURST} RSA-3072 messages shown in {elapsed:.2f} s; worst UI-loop stalls "
-                  f"{', '.join(f'{s * 1000:.1f}' for s in reversed(top))} ms over {len(stalls)} ticks "
-                  f"(less run-queue waits: {', '.join(f'{s * 1000:.1f}' for s in reversed(top_own))} ms)")
+            print(
+                f"\n{BURST} RSA-3072 messages shown in {elapsed:.2f} s; worst UI-loop stalls "
+                f"{', '.join(f'{s * 1000:.1f}' for s in reversed(top))} ms over {len(stalls)} ticks "
+                f"(less run-queue waits: {', '.join(f'{s * 1000:.1f}' for s in reversed(top_own))} ms)"
+            )
             assert max(own) < STALL_LIMIT_S
             # pipelined sends may be stored out of order by the relay: all shown once, in the relay's order
             assert sorted(texts(app)) == sorted(f"burst {i}" for i in range(BURST))

@@ -1,4 +1,4 @@
-""""Send to everyone now" agrees to the names the dialog showed, not to whoever is a member when the
+""" "Send to everyone now" agrees to the names the dialog showed, not to whoever is a member when the
 button is pressed: someone added while the question was on screen is asked about again (the same
 class as verifying exactly the key shown, CVE-2022-39250)."""
 

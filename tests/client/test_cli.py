@@ -18,7 +18,9 @@ def test_send_then_tail_prints_the_decrypted_text(profiles, monkeypatch, capsys)
     code, out, _ = run(monkeypatch, capsys, "bob", "tail", "--json")
     lines = [json.loads(line) for line in out.splitlines()]
     assert [(m["sender"], m["text"], m["seq"]) for m in lines if m["state"] != "system"] == [
-        ("alice", "hi bob \x1b[31m!", 1), ("alice", "second", 2)]
+        ("alice", "hi bob \x1b[31m!", 1),
+        ("alice", "second", 2),
+    ]
     (created,) = [m for m in lines if m["state"] == "system"]  # who made the conversation, verified
     assert (created["sender"], created["mark"]) == ("alice", "unverified")
     assert created["text"] == "created the conversation “alice, bob” with bob · epoch 0, signature verified"
@@ -42,8 +44,9 @@ def test_a_key_change_blocks_send_until_accepted(profiles, monkeypatch, capsys):
     code, out, _ = run(monkeypatch, capsys, "bob", "tail", "--json")
     lines = [json.loads(line) for line in out.splitlines()]
     assert [m["text"] for m in lines if m["state"] != "system"] == ["one", "two"]
-    assert [m["text"] for m in lines if m["state"] == "system"][-1] == \
-        "moved to new keys in this conversation (signed with their previous key) · epoch 1, signature verified"
+    assert [m["text"] for m in lines if m["state"] == "system"][
+        -1
+    ] == "moved to new keys in this conversation (signed with their previous key) · epoch 1, signature verified"
 
 
 def test_wrong_passphrase_is_a_clean_error(profiles, monkeypatch, capsys):

@@ -27,6 +27,7 @@ def swap_pending(relay, root, identities) -> tuple[str, str]:
 
         def substitute(method, path, body, answer):
             return fake.to_json() if path == "/v1/users/bob/keys" else answer
+
         lie(alice, substitute)
         await alice.fetch_keys("bob")
         pending = alice.contacts["bob"].pending_kids

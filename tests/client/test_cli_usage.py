@@ -106,8 +106,17 @@ def test_search_finds_decrypted_history_without_the_relay_and_writes_no_index(ho
 def test_register_asks_both_secrets_twice_for_scripts_too(home, relay, monkeypatch, capsys):
     monkeypatch.delenv("E2EE_PASSWORD")
     monkeypatch.delenv("E2EE_PASSPHRASE", raising=False)
-    typed = iter([PASSWORD, PASSWORD + "typo", PASSWORD, PASSWORD,  # passwords differ: asked again
-                  "short", "dora's passphrase", "dora's passphrase"])  # too short: asked again
+    typed = iter(
+        [
+            PASSWORD,
+            PASSWORD + "typo",
+            PASSWORD,
+            PASSWORD,  # passwords differ: asked again
+            "short",
+            "dora's passphrase",
+            "dora's passphrase",
+        ]
+    )  # too short: asked again
     monkeypatch.setattr(getpass, "getpass", lambda prompt="": next(typed))
     assert cli.main(["register", "--user", "dora", "--bits", "2048"]) == 0
     out, err = capsys.readouterr()
@@ -120,8 +129,11 @@ def test_register_asks_both_secrets_twice_for_scripts_too(home, relay, monkeypat
 
 
 @pytest.mark.parametrize("key", [KeyboardInterrupt, EOFError], ids=["ctrl-c", "ctrl-d"])
-@pytest.mark.parametrize("argv", [["send", "--to", "bob", "--text", "x"], ["tail"], ["search", "x"],
-                                  ["register"], ["keys", "show"]], ids=lambda a: a[0])
+@pytest.mark.parametrize(
+    "argv",
+    [["send", "--to", "bob", "--text", "x"], ["tail"], ["search", "x"], ["register"], ["keys", "show"]],
+    ids=lambda a: a[0],
+)
 @pytest.mark.process  # e2ee-chat in a terminal, its exit code
 def test_ctrl_c_or_ctrl_d_at_a_prompt_exits_130_quietly(home, relay, monkeypatch, capsys, key, argv):
     folder = profiles.profile_dir(home, relay.url, "alice")  # a keystore is there: the secrets are asked
@@ -140,8 +152,13 @@ def test_ctrl_c_or_ctrl_d_at_a_prompt_exits_130_quietly(home, relay, monkeypatch
 
 
 def _interrupt_after(args: list[str], ready: str, env: dict) -> tuple[int, str]:
-    proc = subprocess.Popen([sys.executable, "-m", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env={**os.environ, **env}, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, **env},
+        text=True,
+    )
     try:
         for out_line in proc.stdout:
             if ready in out_line:
@@ -159,20 +176,29 @@ def test_ctrl_c_ends_tail_follow_at_once_quietly(home, relay, monkeypatch):
     register(relay, home, "alice", "bob")
     as_user(monkeypatch, "alice")
     assert cli.main(["send", "--user", "alice", "--to", "bob", "--text", "first"]) == 0
-    code, err = _interrupt_after(["client_tui.cli", "tail", "--user", "bob", "--follow"], "alice: first",
-                                 {"E2EE_PASSPHRASE": "bob passphrase"})
+    code, err = _interrupt_after(
+        ["client_tui.cli", "tail", "--user", "bob", "--follow"], "alice: first", {"E2EE_PASSPHRASE": "bob passphrase"}
+    )
     assert code == 130 and "Traceback" not in err
 
 
 @pytest.mark.process  # e2ee-demo's processes
 def test_ctrl_c_ends_the_demo_quietly(tmp_path):
-    code, err = _interrupt_after(["bench.tools.demo", "--level", "4", "--data-dir", str(tmp_path)], "data folder",
-                                 FAST_RELAY_ENV)
+    code, err = _interrupt_after(
+        ["bench.tools.demo", "--level", "4", "--data-dir", str(tmp_path)], "data folder", FAST_RELAY_ENV
+    )
     assert code == 130 and "Traceback" not in err and "interrupted" in err
 
 
-@pytest.mark.parametrize("argv", [["--user", "nobody"], ["send", "--user", "nobody", "--to", "bob", "--text", "x"],
-                                  ["tail", "--user", "nobody"], ["keys", "show", "--user", "nobody"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--user", "nobody"],
+        ["send", "--user", "nobody", "--to", "bob", "--text", "x"],
+        ["tail", "--user", "nobody"],
+        ["keys", "show", "--user", "nobody"],
+    ],
+)
 def test_a_user_without_keys_here_is_told_before_any_secret_is_asked(home, relay, monkeypatch, capsys, argv):
     register(relay, home, "alice")
     monkeypatch.delenv("E2EE_PASSWORD")

@@ -126,8 +126,7 @@ async def test_relay_killed_and_restarted_nothing_lost_or_doubled(make_client, r
 
 async def test_a_refused_login_is_not_retried_in_a_loop(make_client, relay):
     alice = await make_client("alice")
-    alice.session.adopt({"token": "not-a-token", "expires_in": 10**9, "refresh": "not.a-credential",
-                         "session": "x"})
+    alice.session.adopt({"token": "not-a-token", "expires_in": 10**9, "refresh": "not.a-credential", "session": "x"})
     alice.rest.password = "wrong password"
     session = alice.start()
     await asyncio.wait_for(session, 10)
@@ -144,8 +143,9 @@ async def test_a_refused_login_is_not_retried_in_a_loop(make_client, relay):
 async def test_a_refused_token_is_replaced_by_one_refresh_without_a_login(make_client, relay):
     alice = await make_client("alice")
     refresh = alice.session.refresh_credential
-    alice.session.adopt({"token": "expired-or-revoked", "expires_in": 10**9, "refresh": refresh,
-                         "session": alice.session.sid})
+    alice.session.adopt(
+        {"token": "expired-or-revoked", "expires_in": 10**9, "refresh": refresh, "session": alice.session.sid}
+    )
     alice.start()
     await wait_until(lambda: alice.online)
     assert alice.session.refreshes == 1 and alice.session.refresh_credential != refresh
@@ -164,8 +164,9 @@ async def test_real_rotation_warns_blocks_and_old_sealed_messages_still_open(mak
     assert await received_texts(bob, 1) == ["to bob's first key"]
     # sealed to bob's first key, sent only after the rotation
     old = await alice.recipients_for(conv)
-    late = envelope.seal("sealed before the rotation", alice.identity, conv, old.recipients, counter=2, epoch=old.epoch,
-                         head=old.head)
+    late = envelope.seal(
+        "sealed before the rotation", alice.identity, conv, old.recipients, counter=2, epoch=old.epoch, head=old.head
+    )
     await bob.rotate_keys()
     change = await wait_event(alice, KeyChanged)
     assert change.user == "bob" and change.signed_by_old is True

@@ -22,23 +22,62 @@ async def test_a_different_message_under_a_stored_seq_is_kept_and_logged(offline
     await relay.deliver(first, sender="alice", seq=3)  # the same message again: a duplicate by mid
     stored = await bob.history.recent("conv-1")
     assert [(r.sender, r.text, r.seq) for r in stored] == [
-        ("alice", "first", 3), ("carol", "second, under the same seq", 3)]
+        ("alice", "first", 3),
+        ("carol", "second, under the same seq", 3),
+    ]
     assert await bob.history.count() == 2
     assert [r.getMessage() for r in caplog.records if "keeping both" in r.getMessage()] == [
-        f"seq 3 is also the seq of a stored message (alice, mid {stored[0].mid}, lid {stored[0].lid}): keeping both"]
+        f"seq 3 is also the seq of a stored message (alice, mid {stored[0].mid}, lid {stored[0].lid}): keeping both"
+    ]
 
 
 async def test_the_same_unreadable_delivery_twice_is_stored_once_and_a_different_one_beside_it(tmp_path):
     h = await History.open(tmp_path / "history.sqlite3", os.urandom(32))
     try:
-        bad = Record("l1", "conv-1", "alice", None, None, 7, 7.0, 1, None, "unreadable", "signature_invalid",
-                     envelope=b"envelope one")
+        bad = Record(
+            "l1",
+            "conv-1",
+            "alice",
+            None,
+            None,
+            7,
+            7.0,
+            1,
+            None,
+            "unreadable",
+            "signature_invalid",
+            envelope=b"envelope one",
+        )
         assert await h.put(bad)
-        again = Record("l2", "conv-1", "alice", None, None, 7, 7.0, 1, None, "unreadable", "signature_invalid",
-                       envelope=b"envelope one")
+        again = Record(
+            "l2",
+            "conv-1",
+            "alice",
+            None,
+            None,
+            7,
+            7.0,
+            1,
+            None,
+            "unreadable",
+            "signature_invalid",
+            envelope=b"envelope one",
+        )
         assert not await h.put(again)
-        other = Record("l3", "conv-1", "alice", None, None, 7, 7.0, 1, None, "unreadable", "signature_invalid",
-                       envelope=b"envelope two")
+        other = Record(
+            "l3",
+            "conv-1",
+            "alice",
+            None,
+            None,
+            7,
+            7.0,
+            1,
+            None,
+            "unreadable",
+            "signature_invalid",
+            envelope=b"envelope two",
+        )
         assert await h.put(other)
         assert [r.lid for r in await h.recent("conv-1")] == ["l1", "l3"]
         assert (await h.by_seq(7)).lid == "l3"  # the newest under a seq given out twice
@@ -63,21 +102,26 @@ async def test_a_cache_written_with_a_unique_seq_is_rebuilt_keeping_every_row(tm
     all there, readable, and a second message under a stored seq is now kept."""
     key, path = os.urandom(32), tmp_path / "history.sqlite3"
     sealer = History(tmp_path / "unused", key)  # only for _seal: the text encrypted as the old client did
-    old = [Record(f"lid{i}", "conv-1", "alice", f"text {i}", f"mid{i}", i, float(i), 1000 + i, i, "received")
-           for i in (1, 2, 5)]
+    old = [
+        Record(f"lid{i}", "conv-1", "alice", f"text {i}", f"mid{i}", i, float(i), 1000 + i, i, "received")
+        for i in (1, 2, 5)
+    ]
     db = sqlite3.connect(path)
     db.executescript(OLD_MESSAGES)
     for r in old:
-        db.execute("INSERT INTO messages (lid, conversation, sender, mid, seq, pos, ts, ctr, state, body) "
-                   "VALUES (?,?,?,?,?,?,?,?,?,?)",
-                   (r.lid, r.conversation, r.sender, r.mid, r.seq, r.pos, r.ts, r.ctr, r.state, sealer._seal(r)))
+        db.execute(
+            "INSERT INTO messages (lid, conversation, sender, mid, seq, pos, ts, ctr, state, body) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?)",
+            (r.lid, r.conversation, r.sender, r.mid, r.seq, r.pos, r.ts, r.ctr, r.state, sealer._seal(r)),
+        )
     db.execute("""INSERT INTO meta VALUES ('cursor', '5')""")
     db.commit()
     db.close()
     h = await History.open(path, key)
     try:
         assert [(r.lid, r.text, r.seq, r.mid) for r in await h.recent("conv-1")] == [
-            (r.lid, r.text, r.seq, r.mid) for r in old]
+            (r.lid, r.text, r.seq, r.mid) for r in old
+        ]
         assert (await h.meta())["cursor"] == 5
         reused = Record("lid9", "conv-1", "bob", "under seq 5 again", "mid9", 5, 5.0, 2000, 1, "received")
         assert await h.put(reused, {"cursor": 6})

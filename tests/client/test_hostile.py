@@ -124,9 +124,16 @@ async def test_k06_substituted_key_mid_conversation_warns_and_blocks_sending(off
         if request.url.path == "/v1/users/alice/keys":
             return httpx2.Response(200, json=fake.to_json())
         if request.url.path == "/v1/users/alice/keys/history":
-            return httpx2.Response(200, json={"username": "alice", "keys": [
-                {**real.to_json(), "current": False, "rotation_sig": None},
-                {**fake.to_json(), "current": True, "rotation_sig": b64u_encode(bytes(64))}]})
+            return httpx2.Response(
+                200,
+                json={
+                    "username": "alice",
+                    "keys": [
+                        {**real.to_json(), "current": False, "rotation_sig": None},
+                        {**fake.to_json(), "current": True, "rotation_sig": b64u_encode(bytes(64))},
+                    ],
+                },
+            )
         return httpx2.Response(404, json={"error": {"code": "not_found", "message": "no"}})
 
     await bob.rest.http.aclose()
@@ -134,8 +141,14 @@ async def test_k06_substituted_key_mid_conversation_warns_and_blocks_sending(off
     bob.session.adopt({"token": "t", "expires_in": 10**9, "refresh": "r", "session": "s"})
     bob._key_fetched_at.pop("alice")
     as_alice = Identity("alice", identities["mallory"].wrap_private, identities["mallory"].sign_private)
-    forged = envelope.seal("send money to mallory", as_alice, "conv-1",
-                           [real, identities["bob"].public, identities["carol"].public], counter=2, **relay.epoch)
+    forged = envelope.seal(
+        "send money to mallory",
+        as_alice,
+        "conv-1",
+        [real, identities["bob"].public, identities["carol"].public],
+        counter=2,
+        **relay.epoch,
+    )
     await relay.deliver(forged, sender="alice")
     events = drain(bob)
     (change,) = [e for e in events if isinstance(e, KeyChanged)]

@@ -17,17 +17,25 @@ from tests.helpers.config import FAST_KDF
 
 def _secret_forms(identity) -> dict[str, bytes]:
     """Every form the private key material could be written in."""
-    der = identity.wrap_private.private_bytes(serialization.Encoding.DER, serialization.PrivateFormat.PKCS8,
-                                              serialization.NoEncryption())
-    pem = identity.wrap_private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                              serialization.NoEncryption())
-    seed = identity.sign_private.private_bytes(serialization.Encoding.Raw, serialization.PrivateFormat.Raw,
-                                               serialization.NoEncryption())
+    der = identity.wrap_private.private_bytes(
+        serialization.Encoding.DER, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    pem = identity.wrap_private.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    seed = identity.sign_private.private_bytes(
+        serialization.Encoding.Raw, serialization.PrivateFormat.Raw, serialization.NoEncryption()
+    )
     d = identity.wrap_private.private_numbers().d
     return {
-        "pkcs8 der": der[30:90], "pkcs8 b64url": b64u_encode(der)[40:120].encode(), "pem": pem[40:120],
-        "seed": seed, "seed b64url": b64u_encode(seed).encode(), "seed hex": seed.hex().encode(),
-        "d hex": f"{d:x}"[:64].encode(), "d dec": str(d)[:64].encode(),
+        "pkcs8 der": der[30:90],
+        "pkcs8 b64url": b64u_encode(der)[40:120].encode(),
+        "pem": pem[40:120],
+        "seed": seed,
+        "seed b64url": b64u_encode(seed).encode(),
+        "seed hex": seed.hex().encode(),
+        "d hex": f"{d:x}"[:64].encode(),
+        "d dec": str(d)[:64].encode(),
     }
 
 
@@ -40,8 +48,17 @@ def test_the_file_holds_no_plaintext_key_material(tmp_path, identities):
         assert needle not in blob, name
     assert local_key not in blob and b64u_encode(local_key).encode() not in blob
     doc = json.loads(blob)
-    assert set(doc) == {"format", "v", "username", "wrap_kid", "sign_kid", "kdf", "passphrase_form", "nonce",
-                        "ciphertext"}
+    assert set(doc) == {
+        "format",
+        "v",
+        "username",
+        "wrap_kid",
+        "sign_kid",
+        "kdf",
+        "passphrase_form",
+        "nonce",
+        "ciphertext",
+    }
     assert doc["kdf"]["name"] == "argon2id"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700

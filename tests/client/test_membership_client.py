@@ -22,11 +22,13 @@ from tests.helpers.config import PASSWORD
 
 async def record_state(client, lid: str, state: str, timeout: float = 20) -> None:
     """Wait for the client's event saying record ``lid`` reached ``state``."""
+
     async def get():
         while True:
             ev = await client.events.get()
             if isinstance(ev, RecordChanged) and ev.record.lid == lid and ev.record.state == state:
                 return ev.record
+
     return await asyncio.wait_for(get(), timeout)
 
 
@@ -121,9 +123,12 @@ async def test_a_log_rolled_back_after_a_restart_is_noticed_and_the_older_list_i
         head = db.execute("SELECT hash FROM membership_log WHERE conversation_id=? AND epoch=0", (conv,)).fetchone()[0]
         db.execute("DELETE FROM membership_log WHERE conversation_id=? AND epoch=1", (conv,))
         db.execute("UPDATE conversations SET epoch=0, head=? WHERE id=?", (head, conv))
-        db.execute("INSERT INTO members (conversation_id, user_id, joined_at_ms, wrap_kid, sign_kid) "
-                   "SELECT ?, u.id, 0, k.wrap_kid, k.sign_kid FROM users u JOIN user_keys k ON k.user_id = u.id "
-                   "WHERE u.username = 'carol'", (conv,))
+        db.execute(
+            "INSERT INTO members (conversation_id, user_id, joined_at_ms, wrap_kid, sign_kid) "
+            "SELECT ?, u.id, 0, k.wrap_kid, k.sign_kid FROM users u JOIN user_keys k ON k.user_id = u.id "
+            "WHERE u.username = 'carol'",
+            (conv,),
+        )
     db.close()
     relay.stop()
     relay.start()  # (its member cache starts empty)
@@ -150,8 +155,10 @@ async def test_a_conversation_from_before_the_log_is_read_only(make_client, rela
     db = sqlite3.connect(relay.data_dir / "relay.db")
     with db:
         db.execute("INSERT INTO conversations (id, title, created_by, created_at_ms) VALUES ('older', 'older', 1, 0)")
-        db.execute("INSERT INTO members (conversation_id, user_id, joined_at_ms) "
-                   "SELECT 'older', id, 0 FROM users WHERE username IN ('alice', 'bob')")
+        db.execute(
+            "INSERT INTO members (conversation_id, user_id, joined_at_ms) "
+            "SELECT 'older', id, 0 FROM users WHERE username IN ('alice', 'bob')"
+        )
     db.close()
     await alice.refresh_conversations()
     assert alice.members["older"] == ["alice", "bob"]

@@ -61,7 +61,8 @@ async def run_and_receive(tmp_path, identities, prefs: Prefs, texts: list[tuple[
 @pytest.mark.parametrize("mode", ["bell", "osc9", "desktop"])
 async def test_notifying_writes_no_message_text_anywhere(tmp_path, identities, fake_notify_send, caplog, mode):
     written, toasts, sent, client = await run_and_receive(
-        tmp_path, identities, Prefs(notify=mode), [("conv-2", SECRET), ("conv-1", "in the open one")], caplog)
+        tmp_path, identities, Prefs(notify=mode), [("conv-2", SECRET), ("conv-1", "in the open one")], caplog
+    )
     assert sent == 1  # the other conversation notified; the one on screen, with the user here, did not
     terminal = "".join(written)
     if mode == "bell":
@@ -83,14 +84,19 @@ async def test_notifying_writes_no_message_text_anywhere(tmp_path, identities, f
 
 
 async def test_muted_conversations_and_off_never_notify_and_text_only_when_asked(tmp_path, identities, caplog):
-    _, _, sent, _ = await run_and_receive(tmp_path / "a", identities, Prefs(notify="bell", muted=["conv-2"]),
-                                          [("conv-2", SECRET)], caplog)
+    _, _, sent, _ = await run_and_receive(
+        tmp_path / "a", identities, Prefs(notify="bell", muted=["conv-2"]), [("conv-2", SECRET)], caplog
+    )
     assert sent == 0
-    _, _, sent, _ = await run_and_receive(tmp_path / "b", identities, Prefs(notify="off"), [("conv-2", SECRET)],
-                                          caplog)
+    _, _, sent, _ = await run_and_receive(tmp_path / "b", identities, Prefs(notify="off"), [("conv-2", SECRET)], caplog)
     assert sent == 0
-    written, _, sent, _ = await run_and_receive(tmp_path / "c", identities, Prefs(notify="osc9", show_text=True),
-                                                [("conv-2", "hello\x07\x1b]9;fake\x07")], caplog)
+    written, _, sent, _ = await run_and_receive(
+        tmp_path / "c",
+        identities,
+        Prefs(notify="osc9", show_text=True),
+        [("conv-2", "hello\x07\x1b]9;fake\x07")],
+        caplog,
+    )
     assert sent == 1 and written[0].count("\x07") == 1 and written[0].count("\x1b") == 1  # nothing injected
     assert "hello␇␛]9;fake␇" in written[0]
 

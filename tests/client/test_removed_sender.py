@@ -24,8 +24,15 @@ def remove(bob, relay, identities, who: str) -> membership.Statement:
 
 
 def sealed_to(epoch: membership.Statement, sender, text: str, identities) -> bytes:
-    return envelope.seal(text, identities[sender], epoch.cid, [identities[u].public for u in epoch.usernames],
-                         counter=1, epoch=epoch.ep, head=epoch.hash)
+    return envelope.seal(
+        text,
+        identities[sender],
+        epoch.cid,
+        [identities[u].public for u in epoch.usernames],
+        counter=1,
+        epoch=epoch.ep,
+        head=epoch.hash,
+    )
 
 
 async def received(bob, relay, data: bytes, sender: str):
@@ -38,7 +45,8 @@ async def received(bob, relay, data: bytes, sender: str):
 
 
 async def test_a_removed_members_message_sealed_to_an_epoch_before_the_removal_is_never_a_plain_tick(
-        offline_bob, identities):
+    offline_bob, identities
+):
     bob, relay = offline_bob
     epoch0 = remove(bob, relay, identities, "carol")
     bob.contacts["carol"].verified = True  # even a verified contact
@@ -56,7 +64,18 @@ async def test_a_message_sealed_to_an_epoch_with_a_member_removed_since_is_marke
     rec, shown = await received(bob, relay, sealed_to(epoch0, "alice", "carol could read this", identities), "alice")
     assert (shown.warning, bob.mark(rec)) == ("audience_removed", "warning")
     newest = relay.log[-1]  # sealed to the newest epoch: nothing to say
-    rec, shown = await received(bob, relay, envelope.seal(
-        "only us", identities["alice"], newest.cid, [identities[u].public for u in newest.usernames], counter=2,
-        epoch=newest.ep, head=newest.hash), "alice")
+    rec, shown = await received(
+        bob,
+        relay,
+        envelope.seal(
+            "only us",
+            identities["alice"],
+            newest.cid,
+            [identities[u].public for u in newest.usernames],
+            counter=2,
+            epoch=newest.ep,
+            head=newest.hash,
+        ),
+        "alice",
+    )
     assert (shown.warning, bob.mark(rec)) == ("", "verified")

@@ -103,17 +103,20 @@ def test_dev_cert_keeps_a_certificate_clients_trust_unless_forced(tmp_path, caps
     assert f"--cafile {cert}" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("typed, normal", [
-    ("http://127.0.0.1:8765", "http://127.0.0.1:8765"),
-    ("HTTP://LocalHost:8765/", "http://localhost:8765"),
-    ("localhost:8765/v1", "http://localhost:8765"),
-    ("127.0.0.1:8765/v1/ws/", "http://127.0.0.1:8765"),
-    ("ws://[::1]:8765", "http://[::1]:8765"),
-    ("https://Relay.Example:443/v1", "https://relay.example"),
-    ("relay.example", "https://relay.example"),
-    ("http://relay.example:80/chat/", "http://relay.example/chat"),
-    ("wss://relay.example:8443/chat/v1?x=1#f", "https://relay.example:8443/chat"),
-])
+@pytest.mark.parametrize(
+    "typed, normal",
+    [
+        ("http://127.0.0.1:8765", "http://127.0.0.1:8765"),
+        ("HTTP://LocalHost:8765/", "http://localhost:8765"),
+        ("localhost:8765/v1", "http://localhost:8765"),
+        ("127.0.0.1:8765/v1/ws/", "http://127.0.0.1:8765"),
+        ("ws://[::1]:8765", "http://[::1]:8765"),
+        ("https://Relay.Example:443/v1", "https://relay.example"),
+        ("relay.example", "https://relay.example"),
+        ("http://relay.example:80/chat/", "http://relay.example/chat"),
+        ("wss://relay.example:8443/chat/v1?x=1#f", "https://relay.example:8443/chat"),
+    ],
+)
 def test_relay_addresses_are_normalised(typed, normal):
     assert profiles.normalize_url(typed) == normal
 
@@ -126,8 +129,16 @@ def test_what_is_not_a_relay_address_is_refused_in_words(bad):
 
 
 def test_the_ways_of_writing_one_relay_share_one_profile_folder():
-    keys = {profiles.relay_key(u) for u in ("http://127.0.0.1:8765", "http://localhost:8765/", "localhost:8765/v1",
-                                            "http://[::1]:8765", "ws://127.0.0.1:8765/v1/ws")}
+    keys = {
+        profiles.relay_key(u)
+        for u in (
+            "http://127.0.0.1:8765",
+            "http://localhost:8765/",
+            "localhost:8765/v1",
+            "http://[::1]:8765",
+            "ws://127.0.0.1:8765/v1/ws",
+        )
+    }
     assert keys == {"127_0_0_1_8765"}  # the folder name older clients used for the default address
     assert profiles.relay_key("http://127.0.0.1:8766") != profiles.relay_key("http://127.0.0.1:8765")
 

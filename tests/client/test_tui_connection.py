@@ -28,11 +28,11 @@ def login_startup(password: str, passphrase: str, conv: str):
     async def startup(client: ChatClient) -> str:
         await client.login(password, passphrase)
         return conv
+
     return startup
 
 
-async def test_a_client_started_while_the_relay_is_down_logs_in_when_it_returns(make_client, relay, tmp_path,
-                                                                                 caplog):
+async def test_a_client_started_while_the_relay_is_down_logs_in_when_it_returns(make_client, relay, tmp_path, caplog):
     alice, bob = await make_client("alice"), await make_client("bob")
     conv = await alice.create_conversation("pair", ["bob"])
     await alice.close()
@@ -51,8 +51,9 @@ async def test_a_client_started_while_the_relay_is_down_logs_in_when_it_returns(
         await wait_until(lambda: not client.outbox)  # the outbox went out once logged in
         await bob.connect()
         await bob.send_text(conv, "welcome back")
-        await wait_until(lambda: [r.text for r in app.chat.records if r.state != "system"] == ["written offline",
-                                                                                       "welcome back"])
+        await wait_until(
+            lambda: [r.text for r in app.chat.records if r.state != "system"] == ["written offline", "welcome back"]
+        )
     states = [r.getMessage() for r in caplog.records if r.name == "e2ee.tui"]
     assert any(m.startswith("connection offline: nothing answers") for m in states)
     assert any(m.startswith("connection online") for m in states)

@@ -17,7 +17,6 @@ from tests.helpers.tui import HOSTILE, SHOWN, alive, chat_shown, offline_client,
 SIZES = [(60, 20), (80, 24), (120, 40)]
 
 
-
 def assert_clean(app: ChatApp) -> str:
     """The screen holds no raw control character; returns its text."""
     assert alive(app), app._exception

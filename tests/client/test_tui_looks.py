@@ -18,10 +18,12 @@ from tests.helpers.tui import chat_shown, offline_client, screen_lines, screen_t
 
 def contrast(a, b) -> float:
     """WCAG 2 contrast ratio of two Rich colours (truecolor)."""
+
     def lum(c) -> float:
         r, g, b_ = (x / 255 for x in c.get_truecolor())
         f = [v / 12.92 if v <= 0.03928 else ((v + 0.055) / 1.055) ** 2.4 for v in (r, g, b_)]
         return 0.2126 * f[0] + 0.7152 * f[1] + 0.0722 * f[2]
+
     hi, lo = sorted((lum(a), lum(b)), reverse=True)
     return (hi + 0.05) / (lo + 0.05)
 
@@ -89,14 +91,16 @@ async def test_read_state_survives_a_restart(tmp_path, identities):
     client, relay = await offline_client(tmp_path / "c", identities)
     client.titles["conv-2"] = "other"
     client.members["conv-2"] = ["alice", "bob"]
-    await client.history.save_conversations([("conv-1", "plain title", ["alice", "bob", "carol"]),
-                                             ("conv-2", "other", ["alice", "bob"])])
+    await client.history.save_conversations(
+        [("conv-1", "plain title", ["alice", "bob", "carol"]), ("conv-2", "other", ["alice", "bob"])]
+    )
     app = ChatApp(client, "conv-1")
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_until(lambda: chat_shown(app))
         for i in range(3):
-            await relay.deliver(relay.seal("alice", f"m{i}", conv="conv-2", to=["alice", "bob"]), sender="alice",
-                                conv="conv-2")
+            await relay.deliver(
+                relay.seal("alice", f"m{i}", conv="conv-2", to=["alice", "bob"]), sender="alice", conv="conv-2"
+            )
         await wait_until(lambda: app.chat._label_shown["conv-2"].plain.endswith("3"))
         app.chat.open_conversation("conv-2")  # read them ...
         await pilot.press("ctrl+q")  # ... and quit at once

@@ -17,8 +17,16 @@ from tests.helpers.tui import chat_shown, offline_client, rendered_text, screen_
 async def test_the_inspector_describes_a_membership_line(tmp_path, identities, size):
     client, relay = await offline_client(tmp_path / "c", identities)
     (created,) = relay.log_of("conv-1", ["alice", "bob", "carol"])
-    rec = Record(lines.line_id(created), "conv-1", created.actor, lines.verified(created, None), pos=0.5,
-                 ts=created.ts, state=RecordState.SYSTEM, info=_verified_line(created))
+    rec = Record(
+        lines.line_id(created),
+        "conv-1",
+        created.actor,
+        lines.verified(created, None),
+        pos=0.5,
+        ts=created.ts,
+        state=RecordState.SYSTEM,
+        info=_verified_line(created),
+    )
     await client.history.put(rec)
     app = ChatApp(client, "conv-1")
     try:
@@ -27,8 +35,9 @@ async def test_the_inspector_describes_a_membership_line(tmp_path, identities, s
             await pilot.press("f2")
             await wait_until(lambda: app.chat.query_one("#inspector").display)
             app.chat.log_view.select_lid(rec.lid)
-            await wait_until(lambda: app.chat.inspected is not None
-                             and "membership" in rendered_text(app.chat.inspected))
+            await wait_until(
+                lambda: app.chat.inspected is not None and "membership" in rendered_text(app.chat.inspected)
+            )
             shown = " ".join(rendered_text(app.chat.inspected).split())
             assert "not sealed yet" not in shown
             assert "A membership statement" in shown

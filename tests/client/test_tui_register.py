@@ -38,8 +38,9 @@ async def test_registration_asks_each_secret_twice_and_refuses_short_or_differin
             w = screen.query_one(sel)
             assert w.region.height > 0 and app.screen.region.contains_region(w.region), sel
 
-        await fill(pilot, app, username="dora", password=PASSWORD, password2=PASSWORD, passphrase="short",
-                   passphrase2="short")
+        await fill(
+            pilot, app, username="dora", password=PASSWORD, password2=PASSWORD, passphrase="short", passphrase2="short"
+        )
         await click_button(pilot, "#go")
         await wait_until(lambda: "at least 8 characters" in error_text(app))
         assert "passphrase" in error_text(app)

@@ -16,11 +16,15 @@ async def test_slash_searches_and_a_result_jumps_to_the_message(tmp_path, identi
     client.titles["conv-2"] = "other"
     client.members["conv-2"] = ["alice", "bob"]
     try:
-        await relay.deliver(relay.seal("alice", "the Quarterly numbers are in", conv="conv-2", to=["alice", "bob"]),
-                            sender="alice", conv="conv-2")
+        await relay.deliver(
+            relay.seal("alice", "the Quarterly numbers are in", conv="conv-2", to=["alice", "bob"]),
+            sender="alice",
+            conv="conv-2",
+        )
         for i in range(300):  # the match is older than the 200 messages a conversation opens with
-            await relay.deliver(relay.seal("alice", f"filler {i}", conv="conv-2", to=["alice", "bob"]),
-                                sender="alice", conv="conv-2")
+            await relay.deliver(
+                relay.seal("alice", f"filler {i}", conv="conv-2", to=["alice", "bob"]), sender="alice", conv="conv-2"
+            )
         await relay.deliver(relay.seal("carol", "see you at [b]lunch[/b]"), sender="carol")
         app = ChatApp(client, "conv-1")
         async with app.run_test(size=(80, 24)) as pilot:
@@ -62,6 +66,6 @@ def test_queries_words_phrases_case_and_compatibility_forms():
     assert matcher('"on tuesday"')("the launch is ON Tuesday") and not matcher('"tuesday on"')("on tuesday")
     assert matcher("first")("take the ﬁrst left") and matcher("STRASSE")("Straße")
     assert not matcher("")("anything") and not matcher("   ")("anything")
-    assert matcher('it\'s "unbalanced')("it's \"unbalanced quotes")
+    assert matcher("it's \"unbalanced")("it's \"unbalanced quotes")
     shown = snippet("x" * 100 + " the needle \x1b[31m " + "y" * 100, "needle", width=30)
     assert "needle" in shown.plain and "\x1b" not in shown.plain and shown.plain.startswith("…")

@@ -15,7 +15,6 @@ from tests.helpers.tui import alive, chat_shown, offline_client, screen_ready, s
 SIZES = [(60, 20), (80, 24), (120, 40)]
 
 
-
 def on_screen(app, widget) -> bool:
     """``widget`` is shown whole, inside the terminal."""
     r = widget.region
@@ -31,8 +30,9 @@ async def bob(tmp_path, identities):
 
 async def fill(relay, n: int, start: int = 0) -> None:
     for i in range(start, start + n):
-        await relay.deliver(relay.seal("alice" if i % 3 else "carol", f"message {i}"), sender="alice" if i % 3
-                            else "carol")
+        await relay.deliver(
+            relay.seal("alice" if i % 3 else "carol", f"message {i}"), sender="alice" if i % 3 else "carol"
+        )
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
@@ -58,8 +58,12 @@ async def test_inspector_and_every_dialog_are_laid_out(bob, size):
         await pilot.press("f2")
         await wait_until(lambda: not inspector.display)
 
-        for key, kind in (("ctrl+n", NewConversationScreen), ("ctrl+g", MembersScreen), ("ctrl+k", ContactScreen),
-                          ("f1", HelpScreen)):
+        for key, kind in (
+            ("ctrl+n", NewConversationScreen),
+            ("ctrl+g", MembersScreen),
+            ("ctrl+k", ContactScreen),
+            ("f1", HelpScreen),
+        ):
             await pilot.press(key)
             await wait_until(lambda kind=kind: screen_ready(app, kind))
             await pilot.pause()

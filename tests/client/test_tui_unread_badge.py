@@ -23,13 +23,14 @@ async def test_the_unread_count_shows_beside_a_long_title(tmp_path, identities, 
         async with app.run_test(size=size) as pilot:
             await wait_until(lambda: chat_shown(app))
             for i in range(12):
-                await relay.deliver(relay.seal("alice", f"m{i}", conv="conv-2", to=["alice", "bob"]), sender="alice",
-                                    conv="conv-2")
+                await relay.deliver(
+                    relay.seal("alice", f"m{i}", conv="conv-2", to=["alice", "bob"]), sender="alice", conv="conv-2"
+                )
             await wait_until(lambda: app.chat._label_shown["conv-2"].plain.endswith("12"))
             await pilot.pause()
             label = app.chat._labels["conv-2"]
             row = label.region
-            line = screen_lines(app)[row.y][row.x:row.right]
+            line = screen_lines(app)[row.y][row.x : row.right]
             assert line.rstrip().endswith(" 12"), (line, row)
             assert line.startswith(title[:4]), line
             if len(title) > row.width:

@@ -32,8 +32,15 @@ def words_missing(lines: list[str], text: str) -> list[str]:
 
 
 @pytest.mark.parametrize("width", [1, 5, 20, 33, 40, 60, 80, 120])
-@pytest.mark.parametrize("name, mark", [(LONG, "✔"), ("alice", "↺ signed by a previous key"),
-                                        (LONG + "_" + LONG, "↺ signed by a previous key"), ("al", "·")])
+@pytest.mark.parametrize(
+    "name, mark",
+    [
+        (LONG, "✔"),
+        ("alice", "↺ signed by a previous key"),
+        (LONG + "_" + LONG, "↺ signed by a previous key"),
+        ("al", "·"),
+    ],
+)
 def test_every_line_fits_and_keeps_every_character(width, name, mark):
     console = Console(width=400)
     prefix = Text(f"12:00 {name} {mark} ")
@@ -43,8 +50,11 @@ def test_every_line_fits_and_keeps_every_character(width, name, mark):
     assert squeezed == (prefix.plain + BODY).replace(" ", "")
 
 
-@pytest.mark.parametrize("size, f2", [((80, 24), False), ((60, 20), True), ((120, 40), True), ((80, 24), True)],
-                         ids=["80x24", "60x20+F2", "120x40+F2", "80x24+F2"])
+@pytest.mark.parametrize(
+    "size, f2",
+    [((80, 24), False), ((60, 20), True), ((120, 40), True), ((80, 24), True)],
+    ids=["80x24", "60x20+F2", "120x40+F2", "80x24+F2"],
+)
 async def test_every_word_of_a_message_is_on_screen(bob, size, f2):
     client, _ = bob
     app = ChatApp(client, "conv-1")

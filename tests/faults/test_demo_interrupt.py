@@ -19,9 +19,13 @@ pytestmark = pytest.mark.process  # the demo and its relay are processes
 
 
 def _demo(data_dir: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "bench.tools.demo", "--level", "4", "--data-dir", str(data_dir)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, **FAST_RELAY_ENV},
-                            text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "bench.tools.demo", "--level", "4", "--data-dir", str(data_dir)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, **FAST_RELAY_ENV},
+        text=True,
+    )
 
 
 def _read_until(demo: subprocess.Popen, text: str) -> None:

@@ -87,6 +87,8 @@ async def test_k10_a_reader_that_stops_is_cut_off_and_catches_up_by_sync(world):
                 break
     await ws.close()
     assert got == acked  # everything, once, in order
-    print(f"\nK10: {MESSAGES} x 64 KB; bob cut off with 1013 and synced {len(got)}; carol got {len(carol_seqs)} live; "
-          f"relay RSS peak {max(peak) // 1024} MiB (bound {RSS_BOUND_MIB} MiB)")
+    print(
+        f"\nK10: {MESSAGES} x 64 KB; bob cut off with 1013 and synced {len(got)}; carol got {len(carol_seqs)} live; "
+        f"relay RSS peak {max(peak) // 1024} MiB (bound {RSS_BOUND_MIB} MiB)"
+    )
     assert max(peak) < RSS_BOUND_MIB * 1024

@@ -35,8 +35,14 @@ async def test_k12_offline_partial_read_and_a_crash_between_commit_and_fan_out(w
     await ws.send(json.dumps({"type": "sync", "after": 0}))
     assert [(await recv_type(ws, "msg"))["seq"] for _ in range(2)] == [1, 2]
     await ws.close()
-    assert db_count(relay, "SELECT count(*) FROM deliveries d JOIN users u ON u.id = d.user_id "
-                           "WHERE u.username = 'bob' AND d.acked_at_ms IS NULL") == 5
+    assert (
+        db_count(
+            relay,
+            "SELECT count(*) FROM deliveries d JOIN users u ON u.id = d.user_id "
+            "WHERE u.username = 'bob' AND d.acked_at_ms IS NULL",
+        )
+        == 5
+    )
 
     bob.start()
     await world.rec(bob).until(lambda r: len(r.texts) == 5)

@@ -30,8 +30,12 @@ PROFILES = {
     "mostly-idle": (1_000, 100, 50_000, 512),
     "ci": (64, 16, 3_000, 256),
 }
-LOAD_ENV = {"E2EE_RATE_SENDS_PER_S": "0", "E2EE_RATE_REGISTRATIONS_PER_MIN": "0", "E2EE_RATE_LOGINS_PER_MIN": "0",
-            "E2EE_LOG_LEVEL": "WARNING"}
+LOAD_ENV = {
+    "E2EE_RATE_SENDS_PER_S": "0",
+    "E2EE_RATE_REGISTRATIONS_PER_MIN": "0",
+    "E2EE_RATE_LOGINS_PER_MIN": "0",
+    "E2EE_LOG_LEVEL": "WARNING",
+}
 
 
 def enough_file_descriptors(need: int) -> int:
@@ -53,16 +57,22 @@ async def test_load_every_message_delivered_once_with_bounded_relay_memory(world
     assert limit >= 2 * CONNECTIONS + 256, f"ulimit -n is {limit}: too few for {CONNECTIONS} connections"
     if not FULL:  # fixed test keys instead of generating 64 RSA keys in CI
         pool = vectorlib.key_pool()
-        monkeypatch.setattr(loadgen, "make_identities", lambda names: [
-            Identity(n, p.wrap_private, p.sign_private) for n, p in zip(names, pool, strict=False)])
+        monkeypatch.setattr(
+            loadgen,
+            "make_identities",
+            lambda names: [Identity(n, p.wrap_private, p.sign_private) for n, p in zip(names, pool, strict=False)],
+        )
     relay = world.relay(name=f"load-{profile}", env=LOAD_ENV)
-    r = await loadgen.run_load(relay.url, users=CONNECTIONS, messages=MESSAGES, senders=SENDERS, group_size=3,
-                               relay_pid=relay.proc.pid)
-    print(f"\nload ({profile}): {CONNECTIONS} connections, {SENDERS or CONNECTIONS} senders, "
-          f"{MESSAGES} messages in groups of 3: "
-          f"{r.seconds:.1f} s, {r.throughput:.0f} msg/s, {r.delivered_unique} deliveries "
-          f"({r.duplicates} duplicates dropped), p50 {r.percentile(50):.0f} ms, p99 {r.percentile(99):.0f} ms, "
-          f"relay RSS peak {r.relay_rss_peak_kib / 1024:.0f} MiB (bound {RSS_BOUND_MIB} MiB), opened {r.opened_ok}")
+    r = await loadgen.run_load(
+        relay.url, users=CONNECTIONS, messages=MESSAGES, senders=SENDERS, group_size=3, relay_pid=relay.proc.pid
+    )
+    print(
+        f"\nload ({profile}): {CONNECTIONS} connections, {SENDERS or CONNECTIONS} senders, "
+        f"{MESSAGES} messages in groups of 3: "
+        f"{r.seconds:.1f} s, {r.throughput:.0f} msg/s, {r.delivered_unique} deliveries "
+        f"({r.duplicates} duplicates dropped), p50 {r.percentile(50):.0f} ms, p99 {r.percentile(99):.0f} ms, "
+        f"relay RSS peak {r.relay_rss_peak_kib / 1024:.0f} MiB (bound {RSS_BOUND_MIB} MiB), opened {r.opened_ok}"
+    )
     assert r.errors == {}
     assert r.acked == MESSAGES
     assert r.expected_deliveries == 2 * MESSAGES

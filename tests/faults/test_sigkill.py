@@ -63,7 +63,8 @@ async def test_five_sigkills_lose_nothing_and_deliver_each_message_once(world):
     expected = {u: [f"{u} {i}" for i in range(per_sender)] for u in senders}
     for c in (alice, bob, carol):
         await world.rec(c).until(
-            lambda r, c=c: len(r.texts) >= sum(len(v) for u, v in expected.items() if u != c.username), timeout=600)
+            lambda r, c=c: len(r.texts) >= sum(len(v) for u, v in expected.items() if u != c.username), timeout=600
+        )
     # every acknowledged message, exactly once, in each sender's order
     for c in (alice, bob, carol):
         received = world.rec(c).of(MessageReceived)
@@ -75,9 +76,12 @@ async def test_five_sigkills_lose_nothing_and_deliver_each_message_once(world):
     stored = {c.username: sorted({e.seq for e in world.rec(c).of(MessageStored)}) for c in senders.values()}
     assert sum(len(v) for v in stored.values()) == MESSAGES
     assert db_count(relay) == MESSAGES  # stored once each, though some were sent twice around a kill
-    reconnects = {c.username: sum(1 for e in world.rec(c).of(ConnectionState) if e.state == "online")
-                  for c in (alice, bob, carol)}
-    print(f"\nSIGKILL x{KILLS} at {killed_at} acked messages; {MESSAGES} acked, 0 lost, 0 doubled; "
-          f"sessions online {reconnects} times")
+    reconnects = {
+        c.username: sum(1 for e in world.rec(c).of(ConnectionState) if e.state == "online") for c in (alice, bob, carol)
+    }
+    print(
+        f"\nSIGKILL x{KILLS} at {killed_at} acked messages; {MESSAGES} acked, 0 lost, 0 doubled; "
+        f"sessions online {reconnects} times"
+    )
     assert len(killed_at) == KILLS
     assert all(n >= KILLS + 1 for n in reconnects.values())  # each client came back after every kill

@@ -27,14 +27,16 @@ async def running(settings: Settings):
 
 def http(app, address: str = "127.0.0.1") -> httpx2.AsyncClient:
     """An HTTP client whose requests reach ``app`` from ``address``."""
-    return httpx2.AsyncClient(transport=httpx2.ASGITransport(app, client=(address, 40000)),
-                              base_url="http://relay")
+    return httpx2.AsyncClient(transport=httpx2.ASGITransport(app, client=(address, 40000)), base_url="http://relay")
 
 
 def account(ident: Identity) -> dict:
-    return {"username": ident.username, "password": PASSWORD,
-            "wrap_key": b64u_encode(spki_der(ident.public.wrap_key)),
-            "sign_key": b64u_encode(spki_der(ident.public.sign_key))}
+    return {
+        "username": ident.username,
+        "password": PASSWORD,
+        "wrap_key": b64u_encode(spki_der(ident.public.wrap_key)),
+        "sign_key": b64u_encode(spki_der(ident.public.sign_key)),
+    }
 
 
 async def register(client: httpx2.AsyncClient, ident: Identity) -> dict:
@@ -50,14 +52,16 @@ def bearer(login: dict) -> dict:
     return {"Authorization": f"Bearer {login['token']}"}
 
 
-async def new_conversation(client: httpx2.AsyncClient, login: dict, creator: Identity, members: list[Identity],
-                           title: str = "t") -> tuple[str, str]:
+async def new_conversation(
+    client: httpx2.AsyncClient, login: dict, creator: Identity, members: list[Identity], title: str = "t"
+) -> tuple[str, str]:
     """Create a conversation over REST from ``creator``'s signed creation statement (with
     ``members`` besides the creator); returns ``(id, head hash)``: what an envelope to it names."""
     from shared import membership
 
-    st = membership.create(creator, b64u_encode(os.urandom(16)), title,
-                           [membership.member_of(i.public) for i in (creator, *members)])
+    st = membership.create(
+        creator, b64u_encode(os.urandom(16)), title, [membership.member_of(i.public) for i in (creator, *members)]
+    )
     r = await client.post("/v1/conversations", json={"statement": st.signed}, headers=bearer(login))
     assert r.status_code == 201, r.text
     return st.cid, st.hash

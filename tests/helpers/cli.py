@@ -11,6 +11,7 @@ from tests.helpers.config import FAST_KDF, PASSWORD, TEST_BITS, passphrase
 
 def register(relay, root, *names: str) -> None:
     """Register ``names`` on ``relay`` with profiles under ``root`` (from synchronous code)."""
+
     async def go() -> None:
         for n in names:
             c = ChatClient(relay.url, n, root, kdf=FAST_KDF)

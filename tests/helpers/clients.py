@@ -31,11 +31,13 @@ async def close_all(*clients: ChatClient) -> None:
 
 async def wait_event(client: ChatClient, kind, predicate=lambda e: True, timeout: float = 15):
     """The next event of type ``kind`` matching ``predicate`` (others are dropped)."""
+
     async def get():
         while True:
             ev = await client.events.get()
             if isinstance(ev, kind) and predicate(ev):
                 return ev
+
     return await asyncio.wait_for(get(), timeout)
 
 

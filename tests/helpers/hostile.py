@@ -30,8 +30,11 @@ class Hostile:
         """The log of ``conv`` (made, and given to the client as verified, on first use)."""
         if conv not in self.logs:
             names = sorted({"alice", *members})
-            self.logs[conv] = [membership.create(self.ids["alice"], conv, conv,
-                                                 [membership.member_of(self.ids[n].public) for n in names])]
+            self.logs[conv] = [
+                membership.create(
+                    self.ids["alice"], conv, conv, [membership.member_of(self.ids[n].public) for n in names]
+                )
+            ]
             chain = self.client.membership.chains[conv] = Chain(conv)
             chain.extend(self.logs[conv], lambda user, kid: self.ids[user].public.sign_key)
             self.client.membership.claimed[conv] = (chain.head.ep, chain.head.hash)
@@ -46,15 +49,17 @@ class Hostile:
     def epoch(self) -> dict:
         return self.epoch_of(self.conv)
 
-    def seal(self, sender: str, text: str, *, to: list[str] | None = None, conv: str | None = None,
-             ctr: int | None = None) -> bytes:
+    def seal(
+        self, sender: str, text: str, *, to: list[str] | None = None, conv: str | None = None, ctr: int | None = None
+    ) -> bytes:
         conv = conv or self.conv
         log = self.log_of(conv, to or [sender, self.client.username])
         to = to or list(log[-1].usernames)
         if ctr is None:
             ctr = self.ctr[sender] = self.ctr.get(sender, 0) + 1
-        return envelope.seal(text, self.ids[sender], conv, [self.ids[u].public for u in to], counter=ctr,
-                             **self.epoch_of(conv))
+        return envelope.seal(
+            text, self.ids[sender], conv, [self.ids[u].public for u in to], counter=ctr, **self.epoch_of(conv)
+        )
 
     async def deliver(self, data: bytes, *, sender: str, conv: str | None = None, seq: int | None = None) -> int:
         if seq is None:

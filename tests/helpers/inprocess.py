@@ -104,8 +104,9 @@ class InProcessRelay:
         port: TCP port; a free one by default, kept across restarts.
     """
 
-    def __init__(self, data_dir: Path, args: list[str] | None = None, env: dict[str, str] | None = None,
-                 port: int | None = None) -> None:
+    def __init__(
+        self, data_dir: Path, args: list[str] | None = None, env: dict[str, str] | None = None, port: int | None = None
+    ) -> None:
         self.data_dir = Path(data_dir)
         self.args = list(args or [])
         self.env = dict(env or {})
@@ -164,8 +165,9 @@ class InProcessRelay:
         self.server = context.run(relay_server, settings)  # the hostile wrapper logs as it is made
         self.server.main_loop = self._main_loop
         ready = threading.Event()
-        self.thread = threading.Thread(target=self._run, args=(self.server, sock, ready, context),
-                                       name=f"relay-{self.port}", daemon=True)
+        self.thread = threading.Thread(
+            target=self._run, args=(self.server, sock, ready, context), name=f"relay-{self.port}", daemon=True
+        )
         self.thread.start()
         deadline = time.monotonic() + timeout
         while not self.server.started:
@@ -202,8 +204,11 @@ class InProcessRelay:
         """``relay.log`` as the relay process writes it (format, level, redaction), from this
         relay's records only; the root logger lets them through while it runs."""
         handler = logging.FileHandler(self.data_dir / "relay.log")
-        handler.setFormatter(logs.JsonFormatter() if settings.log_format == "json" else logging.Formatter(
-            "%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        handler.setFormatter(
+            logs.JsonFormatter()
+            if settings.log_format == "json"
+            else logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+        )
         handler.setLevel(settings.log_level)
         handler.addFilter(_OwnRecords(self))
         handler.addFilter(logs.Redact())
@@ -220,8 +225,10 @@ class InProcessRelay:
             NotImplementedError: ``sig`` is not SIGTERM or SIGINT (a crash needs a process).
         """
         if sig not in (signal.SIGTERM, signal.SIGINT):
-            raise NotImplementedError("an in-process relay cannot be killed: start it with process=True "
-                                      "and mark the test @pytest.mark.process")
+            raise NotImplementedError(
+                "an in-process relay cannot be killed: start it with process=True "
+                "and mark the test @pytest.mark.process"
+            )
         if self.thread is not None:
             self.server.should_exit = True
             with contextlib.suppress(AttributeError, RuntimeError):  # not yet in its loop, or the loop closed

@@ -35,8 +35,7 @@ def refuse(client: ChatClient, op: str) -> list[bool]:
     real, switch = client.rest.request, [True]
 
     async def served(method: str, path: str, body: dict | None = None, auth: bool = True) -> dict:
-        if switch[0] and method == "POST" and path.endswith("/log") and \
-                membership.parse(body["statement"]).op == op:
+        if switch[0] and method == "POST" and path.endswith("/log") and membership.parse(body["statement"]).op == op:
             raise ClientError("the relay refused it", code="internal_error", status=500)
         return await real(method, path, body, auth)
 
@@ -54,36 +53,44 @@ def flip_signature(signed: str) -> str:
 
 def log_of(cid: str, change: Callable[[list[str], dict], list[str]]) -> Rewrite:
     """Serve ``cid``'s log with its statements changed by ``change(statements, answer)``."""
+
     def rewrite(method: str, path: str, body, answer: dict) -> dict:
         if method == "GET" and path.split("?")[0] == f"/v1/conversations/{cid}/log":
             answer["statements"] = change(answer["statements"], answer)
         return answer
+
     return rewrite
 
 
 def listed(cid: str, **fields) -> Rewrite:
     """Serve ``cid`` in the conversation list with ``fields`` replaced."""
+
     def rewrite(method: str, path: str, body, answer: dict) -> dict:
         if method == "GET" and path == "/v1/conversations":
             for conv in answer["conversations"]:
                 if conv["id"] == cid:
                     conv.update(fields)
         return answer
+
     return rewrite
 
 
 def head_at(cid: str, st: membership.Statement) -> Rewrite:
     """The log's and the list's head of ``cid`` said to be ``st`` (as a relay that withholds what
     follows it would say)."""
+
     def rewrite(method: str, path: str, body, answer: dict) -> dict:
         if method == "GET" and path.split("?")[0] == f"/v1/conversations/{cid}/log":
             answer["epoch"], answer["head"] = st.ep, st.hash
         return listed(cid, epoch=st.ep, head=st.hash)(method, path, body, answer)
+
     return rewrite
 
 
 def only_up_to(cid: str, ep: int) -> Rewrite:
     """Withhold every statement of ``cid`` after epoch ``ep`` (the head said is epoch ``ep``'s)."""
+
     def change(statements: list[str], answer: dict) -> list[str]:
         return [s for s in statements if membership.parse(s).ep <= ep]
+
     return log_of(cid, change)

@@ -33,7 +33,7 @@ def random_bytes(rng: random.Random, most: int) -> bytes:
 
 
 def random_text(rng: random.Random, most: int = 24) -> str:
-    pools = [B64_ALPHABET, "abc", "\x00\x1f\"\\/é你🐤\u202e", "".join(map(chr, range(32, 127)))]
+    pools = [B64_ALPHABET, "abc", '\x00\x1f"\\/é你🐤\u202e', "".join(map(chr, range(32, 127)))]
     pool = rng.choice(pools)
     return "".join(rng.choice(pool) for _ in range(rng.randint(0, most)))
 
@@ -45,7 +45,7 @@ def random_json(rng: random.Random, depth: int = 3):
     if kind == 1:
         return rng.random() < 0.5
     if kind == 2:
-        return rng.choice([0, 1, -1, 2**31, 2**53 - 1, 2**53, 2**63, -(2**64), rng.randint(-10**6, 10**6)])
+        return rng.choice([0, 1, -1, 2**31, 2**53 - 1, 2**53, 2**63, -(2**64), rng.randint(-(10**6), 10**6)])
     if kind == 3:
         return rng.choice([0.5, -0.0, 1e308, 1e-308, rng.random()])
     if kind in (4, 5):
@@ -70,7 +70,7 @@ def mutate_bytes(rng: random.Random, base: bytes) -> bytes:
         elif op == 2:
             data[i:i] = rng.choice([random_bytes(rng, 8), b'"', b",", b"}", b"]", b"\\u0000", b'"x":1,'])
         elif op == 3:
-            del data[i:i + rng.randint(1, 64)]
+            del data[i : i + rng.randint(1, 64)]
         elif op == 4:
             del data[i:]
         else:
@@ -100,13 +100,21 @@ class EnvelopeMutator:
             return self.same_shape(rng)
         if kind == 9 and rng.random() < 0.5:
             return random_bytes(rng, 2048)
-        return _dumps(rng, {rng.choice(["protected", "recipients", "iv", "ciphertext", "tag", "sig", "x"]):
-                            random_json(rng) for _ in range(rng.randint(0, 7))})
+        return _dumps(
+            rng,
+            {
+                rng.choice(["protected", "recipients", "iv", "ciphertext", "tag", "sig", "x"]): random_json(rng)
+                for _ in range(rng.randint(0, 7))
+            },
+        )
 
     def _finish(self, rng: random.Random, doc: dict, header: dict) -> bytes:
         if header != self.header:
-            doc["protected"] = b64u_encode(json.dumps(header, separators=(",", ":"),
-                                                      ensure_ascii=rng.random() < 0.5).encode("utf-8", "surrogatepass"))
+            doc["protected"] = b64u_encode(
+                json.dumps(header, separators=(",", ":"), ensure_ascii=rng.random() < 0.5).encode(
+                    "utf-8", "surrogatepass"
+                )
+            )
         roll = rng.random()
         signer = self.signer if roll < 0.5 else self.other if roll < 0.6 else None
         if signer is not None:  # signed by the real sender: the check that fails is past the signature
@@ -134,8 +142,17 @@ class EnvelopeMutator:
                 continue
             key = rng.choice([*target, "x", "kid", "epk", "zip", "crit"]) if target else "x"
             op = rng.randrange(4)
-            value = rng.choice([random_json(rng), b64u_encode(random_bytes(rng, 600)), self.header["rkids"][::-1],
-                                self.header["rkids"][:1], [], 0, 2**53])
+            value = rng.choice(
+                [
+                    random_json(rng),
+                    b64u_encode(random_bytes(rng, 600)),
+                    self.header["rkids"][::-1],
+                    self.header["rkids"][:1],
+                    [],
+                    0,
+                    2**53,
+                ]
+            )
             if op == 0:
                 target.pop(key, None)
             else:
@@ -147,8 +164,24 @@ class EnvelopeMutator:
         well-formed one, so the parser passes and the later checks must refuse it."""
         doc, header = copy.deepcopy(self.doc), copy.deepcopy(self.header)
         for _ in range(rng.randint(1, 2)):
-            field = rng.choice(["iv", "tag", "ciphertext", "encrypted_key", "swap_keys", "ts", "ctr", "mid", "cid",
-                                "snd", "skid", "rkids", "drop_recipient", "sig"])
+            field = rng.choice(
+                [
+                    "iv",
+                    "tag",
+                    "ciphertext",
+                    "encrypted_key",
+                    "swap_keys",
+                    "ts",
+                    "ctr",
+                    "mid",
+                    "cid",
+                    "snd",
+                    "skid",
+                    "rkids",
+                    "drop_recipient",
+                    "sig",
+                ]
+            )
             if field in ("iv", "tag", "sig"):
                 doc[field] = b64u_encode(rng.randbytes({"iv": 12, "tag": 16, "sig": 64}[field]))
             elif field == "ciphertext":
@@ -187,18 +220,70 @@ class EnvelopeMutator:
 def frame_corpus(envelope: bytes) -> list[bytes]:
     """One valid frame of every type, both directions."""
     raw = msgspec.Raw(envelope)
-    return [frames.encode(f) for f in (
-        frames.Send("conv-1", raw), frames.Message(7, "conv-1", "alice", raw), frames.Auth(token="a.b.c"),
-        frames.Auth(user="alice"), frames.Sync(after=3, limit=10), frames.Ack(5), frames.Ping(9),
-        frames.Hello(1, 4, 266240, 262144, 256, 5.0), frames.Ready("bob"), frames.Stored("m", 1, "c"),
-        frames.Synced(4, False), frames.Delivered(3, "bob"), frames.Pong(1), frames.Event("key_changed", "bob"),
-        frames.Error("forbidden", "no", "conversation", {"missing": ["x"]}, "mid"))]
+    return [
+        frames.encode(f)
+        for f in (
+            frames.Send("conv-1", raw),
+            frames.Message(7, "conv-1", "alice", raw),
+            frames.Auth(token="a.b.c"),
+            frames.Auth(user="alice"),
+            frames.Sync(after=3, limit=10),
+            frames.Ack(5),
+            frames.Ping(9),
+            frames.Hello(1, 4, 266240, 262144, 256, 5.0),
+            frames.Ready("bob"),
+            frames.Stored("m", 1, "c"),
+            frames.Synced(4, False),
+            frames.Delivered(3, "bob"),
+            frames.Pong(1),
+            frames.Event("key_changed", "bob"),
+            frames.Error("forbidden", "no", "conversation", {"missing": ["x"]}, "mid"),
+        )
+    ]
 
 
-FRAME_TYPES = ["auth", "send", "sync", "ack", "ping", "hello", "ready", "stored", "msg", "synced", "delivered", "pong",
-               "event", "error", "nope", ""]
-FRAME_FIELDS = ["token", "user", "l3_key", "conversation", "envelope", "after", "limit", "seq", "nonce", "version",
-                "level", "code", "message", "mid", "sender", "cursor", "more", "kind", "ref", "detail", "x", "type"]
+FRAME_TYPES = [
+    "auth",
+    "send",
+    "sync",
+    "ack",
+    "ping",
+    "hello",
+    "ready",
+    "stored",
+    "msg",
+    "synced",
+    "delivered",
+    "pong",
+    "event",
+    "error",
+    "nope",
+    "",
+]
+FRAME_FIELDS = [
+    "token",
+    "user",
+    "l3_key",
+    "conversation",
+    "envelope",
+    "after",
+    "limit",
+    "seq",
+    "nonce",
+    "version",
+    "level",
+    "code",
+    "message",
+    "mid",
+    "sender",
+    "cursor",
+    "more",
+    "kind",
+    "ref",
+    "detail",
+    "x",
+    "type",
+]
 
 
 def frame_input(rng: random.Random, corpus: list[bytes]) -> bytes | str:

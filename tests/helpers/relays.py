@@ -11,8 +11,9 @@ from tests.helpers.config import FAST_RELAY_ENV
 from tests.helpers.inprocess import InProcessRelay
 
 
-def start_relay(data_dir: Path, *args: str, env: dict[str, str] | None = None,
-                process: bool = False) -> InProcessRelay | RelayProcess:
+def start_relay(
+    data_dir: Path, *args: str, env: dict[str, str] | None = None, process: bool = False
+) -> InProcessRelay | RelayProcess:
     """A started relay with test settings: ``args`` are ``e2ee-relay`` flags, ``env`` adds or
     overrides ``E2EE_*`` variables. In this process (uvicorn in a thread) unless ``process``:
     ``python -m server serve``, for what only a process has (a kill, an exit code, its memory);
@@ -42,8 +43,11 @@ def marked_process(request) -> bool:
 
 def relay_log(relay) -> str:
     """The relay's log file and its stdout/stderr, as text."""
-    return "".join((relay.data_dir / n).read_text(errors="replace") for n in ("relay.log", "relay.stdout")
-                   if (relay.data_dir / n).exists())
+    return "".join(
+        (relay.data_dir / n).read_text(errors="replace")
+        for n in ("relay.log", "relay.stdout")
+        if (relay.data_dir / n).exists()
+    )
 
 
 def attacks(relay, mode: str, to: str | None = None) -> list[str]:

@@ -38,8 +38,7 @@ async def fresh_pg_url():
         await admin.execute(f'CREATE DATABASE "{name}"')
         yield f"postgresql+asyncpg://postgres@127.0.0.1:5432/{name}"
     finally:
-        await admin.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1", name)
+        await admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1", name)
         await admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
         await admin.close()
 

@@ -28,17 +28,31 @@ HOSTILE = [
     "\x9b31mcsi",
     "line\u2028sep",
 ]
-SHOWN = ["[/]", "[b]bold[/b]", "[link=https://evil.example]link[/link]", "[@click=app.quit]quit[/]",
-         "[red on red]hidden", "$accent {x} %s [", "␛[31mred␛[0m", "<U+202E>gnp.exe"]
+SHOWN = [
+    "[/]",
+    "[b]bold[/b]",
+    "[link=https://evil.example]link[/link]",
+    "[@click=app.quit]quit[/]",
+    "[red on red]hidden",
+    "$accent {x} %s [",
+    "␛[31mred␛[0m",
+    "<U+202E>gnp.exe",
+]
 """How some of them must appear on screen: literally, with escapes as visible symbols."""
 
 
 def hostile_title(n: int = 0) -> str:
-    return " ".join(HOSTILE[n:n + 4]) if n < len(HOSTILE) else "title"
+    return " ".join(HOSTILE[n : n + 4]) if n < len(HOSTILE) else "title"
 
 
-async def offline_client(root: Path, identities, *, me: str = "bob", url: str = "http://127.0.0.1:9",
-                         backoff: tuple[float, float] = (30.0, 60.0)) -> tuple[ChatClient, Hostile]:
+async def offline_client(
+    root: Path,
+    identities,
+    *,
+    me: str = "bob",
+    url: str = "http://127.0.0.1:9",
+    backoff: tuple[float, float] = (30.0, 60.0),
+) -> tuple[ChatClient, Hostile]:
     """``me``'s client with keys and cache, alice and carol pinned, never reaching a relay (port 9).
 
     A long backoff keeps its reconnect attempts out of the way."""

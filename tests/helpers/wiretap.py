@@ -42,12 +42,12 @@ def ws_messages(stream: bytes) -> list[tuple[int, bytes]]:
         b0, b1 = stream[i], stream[i + 1]
         fin, op, masked, n, j = b0 & 0x80, b0 & 0x0F, b1 & 0x80, b1 & 0x7F, i + 2
         if n == 126:
-            n, j = int.from_bytes(stream[j:j + 2], "big"), j + 2
+            n, j = int.from_bytes(stream[j : j + 2], "big"), j + 2
         elif n == 127:
-            n, j = int.from_bytes(stream[j:j + 8], "big"), j + 8
-        key = stream[j:j + 4] if masked else b""
+            n, j = int.from_bytes(stream[j : j + 8], "big"), j + 8
+        key = stream[j : j + 4] if masked else b""
         j += 4 if masked else 0
-        payload = bytes(stream[j:j + n])
+        payload = bytes(stream[j : j + n])
         if len(payload) < n:
             break  # cut off by the end of the capture
         if masked and n:
@@ -100,8 +100,10 @@ class Wiretap:
                 with contextlib.suppress(Exception):
                     dst.close()
 
-        tasks = [asyncio.create_task(pipe(reader, up_writer, tap.up)),
-                 asyncio.create_task(pipe(up_reader, writer, tap.down))]
+        tasks = [
+            asyncio.create_task(pipe(reader, up_writer, tap.up)),
+            asyncio.create_task(pipe(up_reader, writer, tap.down)),
+        ]
         self._tasks.update(tasks)
         await asyncio.gather(*tasks)
         self._tasks.difference_update(tasks)
@@ -123,8 +125,8 @@ class Wiretap:
                 continue
             up = bytes(tap.up)
             down = bytes(tap.down)
-            received += [p for _, p in ws_messages(up[up.index(b"\r\n\r\n") + 4:])]
-            sent += [p for _, p in ws_messages(down[down.index(b"\r\n\r\n") + 4:])]
+            received += [p for _, p in ws_messages(up[up.index(b"\r\n\r\n") + 4 :])]
+            sent += [p for _, p in ws_messages(down[down.index(b"\r\n\r\n") + 4 :])]
         return received, sent
 
     def http(self) -> list[bytes]:

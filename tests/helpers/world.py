@@ -25,30 +25,43 @@ class World:
         self.clients: list[ChatClient] = []
         self.recorders: dict[ChatClient, Recorder] = {}
 
-    def relay(self, *args: str, name: str = "relay", env: dict[str, str] | None = None,
-              process: bool | None = None) -> InProcessRelay | RelayProcess:
+    def relay(
+        self, *args: str, name: str = "relay", env: dict[str, str] | None = None, process: bool | None = None
+    ) -> InProcessRelay | RelayProcess:
         """A relay with ``e2ee-relay`` flags ``args``, stopped at the end of the test: in this
         process unless ``process`` (default: the World's; see ``tests.helpers.relays.start_relay``)."""
         relay = start_relay(self.root / name, *args, env=env, process=self.process if process is None else process)
         self.relays.append(relay)
         return relay
 
-    def hostile(self, mode: str, *args: str, env: dict[str, str] | None = None,
-                process: bool | None = None) -> InProcessRelay | RelayProcess:
+    def hostile(
+        self, mode: str, *args: str, env: dict[str, str] | None = None, process: bool | None = None
+    ) -> InProcessRelay | RelayProcess:
         """A relay started with ``--hostile MODE --demo-level``."""
-        return self.relay("--hostile", mode, "--demo-level", *args, name="hostile-" + mode.replace(":", "-"),
-                          env=env, process=process)
+        return self.relay(
+            "--hostile", mode, "--demo-level", *args, name="hostile-" + mode.replace(":", "-"), env=env, process=process
+        )
 
-    async def client(self, relay, name: str, *, register: bool = True, connect: bool = True,
-                     url: str | None = None, identity: Identity | None = None, login: bool = True,
-                     level: int = 4) -> ChatClient:
+    async def client(
+        self,
+        relay,
+        name: str,
+        *,
+        register: bool = True,
+        connect: bool = True,
+        url: str | None = None,
+        identity: Identity | None = None,
+        login: bool = True,
+        level: int = 4,
+    ) -> ChatClient:
         """A ChatClient for ``name`` (keys from the session's fixed identities), its events recorded.
 
         ``register``: a new account (else log in to the existing one, unless ``login`` is False too).
         ``level``: the relay's (1-3: accounts for a ``LevelClient``; ``ChatClient(relay_level=)``).
         """
-        client = ChatClient(url or relay.url, name, self.root / "clients", kdf=FAST_KDF, backoff=(0.05, 0.5),
-                            relay_level=level)
+        client = ChatClient(
+            url or relay.url, name, self.root / "clients", kdf=FAST_KDF, backoff=(0.05, 0.5), relay_level=level
+        )
         self.clients.append(client)
         self.recorders[client] = Recorder(client)
         if register:

@@ -18,13 +18,20 @@ async def writer_on(url: str, synchronous: str):
     await asyncio.to_thread(upgrade, url)
     engine = db.create_engine(url, sqlite_synchronous=synchronous)
     sessions = db.sessionmaker(engine)
-    w = Writer(sessions, db.create_writer_engine(url, sqlite_synchronous=synchronous),
-                     inline=not db.commits_wait_for_disk(synchronous))
+    w = Writer(
+        sessions,
+        db.create_writer_engine(url, sqlite_synchronous=synchronous),
+        inline=not db.commits_wait_for_disk(synchronous),
+    )
     w.start()
 
     def setup(s) -> None:
-        s.add_all([User(id=i, username=n, password_hash="x", created_at_ms=0)
-                   for i, n in ((1, "alice"), (2, "bob"), (3, "carol"))])
+        s.add_all(
+            [
+                User(id=i, username=n, password_hash="x", created_at_ms=0)
+                for i, n in ((1, "alice"), (2, "bob"), (3, "carol"))
+            ]
+        )
         s.flush()
         s.add(Conversation(id="conv1", title="t", created_by=1, created_at_ms=0))
         s.flush()

@@ -63,8 +63,11 @@ def node_run() -> dict:
 # Every check of Node's run applies to Chromium's, except Node's own version: collected here under
 # "chromium" names, whatever Node's module adds or renames.
 for _name, _test in list(vars(node_tests).items()):
-    if (_name.startswith("test_") and "node_run" in inspect.signature(_test).parameters
-            and _name != "test_node_is_recent_enough"):
+    if (
+        _name.startswith("test_")
+        and "node_run" in inspect.signature(_test).parameters
+        and _name != "test_node_is_recent_enough"
+    ):
         globals()[_name.replace("node", "chromium")] = _test
 REUSED = sorted(n for n in globals() if n.startswith("test_") and "chromium" in n)
 

@@ -24,13 +24,15 @@ L3 = vectorlib.load("l3.json")
 
 
 def private_jwk(key) -> jwk.JWK:
-    return jwk.JWK.from_pem(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                              serialization.NoEncryption()))
+    return jwk.JWK.from_pem(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
 
 
 def public_jwk(key) -> jwk.JWK:
-    return jwk.JWK.from_pem(key.public_bytes(serialization.Encoding.PEM,
-                                             serialization.PublicFormat.SubjectPublicKeyInfo))
+    return jwk.JWK.from_pem(
+        key.public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    )
 
 
 def jwcrypto_decrypt(serialized: str, key: jwk.JWK, expect: bytes | None = None) -> tuple[bytes, dict]:
@@ -48,8 +50,9 @@ def jwcrypto_decrypt(serialized: str, key: jwk.JWK, expect: bytes | None = None)
 @pytest.mark.parametrize("vec", L4["vectors"], ids=[v["name"] for v in L4["vectors"]])
 def test_jwcrypto_decrypts_the_l4_vectors(ids, vec):
     for name in vec["recipients"]:
-        payload, header = jwcrypto_decrypt(vec["envelope"], private_jwk(ids[name].wrap_private),
-                                           b64u_decode(vec["plaintext"]))
+        payload, header = jwcrypto_decrypt(
+            vec["envelope"], private_jwk(ids[name].wrap_private), b64u_decode(vec["plaintext"])
+        )
         assert payload == b64u_decode(vec["plaintext"])
         assert header["alg"] == "RSA-OAEP-256" and header["enc"] == "A256GCM"
         assert header["cid"] == vec["conversation"]
@@ -57,8 +60,9 @@ def test_jwcrypto_decrypts_the_l4_vectors(ids, vec):
 
 def test_jwcrypto_decrypts_a_fresh_envelope_for_each_recipient(ids):
     people = [ids[n] for n in ("alice", "bob", "carol", "mallory")]
-    data = envelope.seal("fresh for jwcrypto ✓", ids["carol"], "conv-9", [p.public for p in people], counter=3,
-                         epoch=1, head="A" * 43)
+    data = envelope.seal(
+        "fresh for jwcrypto ✓", ids["carol"], "conv-9", [p.public for p in people], counter=3, epoch=1, head="A" * 43
+    )
     for p in people:
         payload, _ = jwcrypto_decrypt(data.decode(), private_jwk(p.wrap_private))
         assert payload.decode() == "fresh for jwcrypto ✓"
@@ -85,8 +89,7 @@ def test_jwcrypto_jwe_plus_our_signature_opens_in_our_code(ids):
     doc = json.loads(token.serialize())
     doc = {k: doc[k] for k in ("protected", "recipients", "iv", "ciphertext", "tag")}
     vectorlib.resign(doc, alice.sign_private)
-    opened = envelope.open(json.dumps(doc).encode(), bob, alice.public.sign_key, conversation="conv-1",
-                           sender="alice")
+    opened = envelope.open(json.dumps(doc).encode(), bob, alice.public.sign_key, conversation="conv-1", sender="alice")
     assert opened.plaintext == b"encrypted by jwcrypto" and opened.header.ctr == 9
 
 
@@ -118,18 +121,40 @@ def test_jwcrypto_decrypts_the_l3_vectors():
 def test_jwcrypto_handshake_and_message_are_accepted_by_our_relay_code():
     relay = vectorlib.relay_private()
     challenge = os.urandom(16)
-    hs = jwe.JWE(challenge, protected=json.dumps({
-        "alg": "RSA-OAEP-256", "enc": "A256GCM", "typ": "e2ee-chat/l3-hs", "v": 1,
-        "kid": vectorlib.load("keys.json")["relay"]["wrap_kid"],
-    }))
+    hs = jwe.JWE(
+        challenge,
+        protected=json.dumps(
+            {
+                "alg": "RSA-OAEP-256",
+                "enc": "A256GCM",
+                "typ": "e2ee-chat/l3-hs",
+                "v": 1,
+                "kid": vectorlib.load("keys.json")["relay"]["wrap_kid"],
+            }
+        ),
+    )
     hs.add_recipient(public_jwk(relay.public_key()))
     session = l3.accept_handshake(hs.serialize(compact=True), relay, challenge)
     # jwcrypto keeps that CEK to itself, so its message below uses the vector's session key.
     vec_session = l3.Session._from_key(b64u_decode(L3["session_key"]))
-    msg = jwe.JWE(b"from jwcrypto", protected=json.dumps({
-        "alg": "dir", "enc": "A256GCM", "typ": "e2ee-chat/l3", "v": 1, "kid": L3["session_id"], "dir": "r2c",
-        "seq": 3, "mid": b64u_encode(os.urandom(16)), "cid": "conv-1", "snd": "bob", "ts": 5,
-    }))
+    msg = jwe.JWE(
+        b"from jwcrypto",
+        protected=json.dumps(
+            {
+                "alg": "dir",
+                "enc": "A256GCM",
+                "typ": "e2ee-chat/l3",
+                "v": 1,
+                "kid": L3["session_id"],
+                "dir": "r2c",
+                "seq": 3,
+                "mid": b64u_encode(os.urandom(16)),
+                "cid": "conv-1",
+                "snd": "bob",
+                "ts": 5,
+            }
+        ),
+    )
     msg.add_recipient(jwk.JWK(kty="oct", k=L3["session_key"]))
     opened = l3.open(vec_session, msg.serialize(compact=True), direction="r2c", after_seq=2)
     assert opened.text == "from jwcrypto" and opened.header.seq == 3

@@ -35,7 +35,10 @@ def node_run() -> dict:
     challenge = os.urandom(16)
     proc = subprocess.run(
         [node, str(SCRIPT), str(vectorlib.VECTORS_DIR), b64u_encode(challenge)],
-        capture_output=True, text=True, timeout=120, check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert proc.returncode == 0, f"node failed:\n{proc.stderr[-4000:]}"
     out = json.loads(proc.stdout)
@@ -86,8 +89,9 @@ def test_python_verifies_the_node_log_and_opens_its_envelope(node_run, ids):
     h = envelope.parse(data).header
     assert check_audience(chain, ep=h.ep, mh=h.mh, sender=h.snd, rkids=h.rkids) is chain.head
     for name in p["recipients"]:
-        opened = envelope.open(data, ids[name], ids["alice"].public.sign_key,
-                               conversation=p["conversation"], sender=p["sender"])
+        opened = envelope.open(
+            data, ids[name], ids["alice"].public.sign_key, conversation=p["conversation"], sender=p["sender"]
+        )
         assert opened.text == p["plaintext"]
         assert opened.header.ctr == 5
     with pytest.raises(NotARecipient):

@@ -29,7 +29,12 @@ pytestmark = pytest.mark.process  # the openssl command line
 L4 = vectorlib.load("l4.json")
 MEMBERSHIP = vectorlib.load("membership.json")
 OAEP_256_OPTS = [
-    "-pkeyopt", "rsa_padding_mode:oaep", "-pkeyopt", "rsa_oaep_md:sha256", "-pkeyopt", "rsa_mgf1_md:sha256",
+    "-pkeyopt",
+    "rsa_padding_mode:oaep",
+    "-pkeyopt",
+    "rsa_oaep_md:sha256",
+    "-pkeyopt",
+    "rsa_mgf1_md:sha256",
 ]
 
 
@@ -40,8 +45,9 @@ def openssl() -> str:
 
 def write_private(tmp: Path, name: str, key) -> Path:
     path = tmp / f"{name}.pem"
-    path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                       serialization.NoEncryption()))
+    path.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
     path.chmod(0o600)
     return path
 
@@ -75,9 +81,19 @@ def test_openssl_unwraps_the_vector_keys(openssl, tmp_path, ids, vec):
 def test_openssl_unwraps_a_freshly_sealed_key(openssl, tmp_path, ids):
     cek = os.urandom(32)
     data = envelope._seal_with(
-        b"fresh", ids["alice"], "conv-1", [ids["bob"].public, ids["carol"].public], counter=1, epoch=0,
-        head="A" * 43, cek=cek,
-        iv=os.urandom(12), message_id=os.urandom(16), sent_at_ms=0, max_bytes=1 << 18, max_recipients=8,
+        b"fresh",
+        ids["alice"],
+        "conv-1",
+        [ids["bob"].public, ids["carol"].public],
+        counter=1,
+        epoch=0,
+        head="A" * 43,
+        cek=cek,
+        iv=os.urandom(12),
+        message_id=os.urandom(16),
+        sent_at_ms=0,
+        max_bytes=1 << 18,
+        max_recipients=8,
     )
     doc = json.loads(data)
     for name, entry in zip(("bob", "carol"), doc["recipients"], strict=True):
@@ -88,8 +104,9 @@ def test_openssl_unwraps_a_freshly_sealed_key(openssl, tmp_path, ids):
 def test_openssl_wrapped_key_opens_in_our_code(openssl, tmp_path, ids):
     """openssl wraps the CEK for bob; the (re-signed) envelope opens with our open()."""
     cek, iv, mid = os.urandom(32), os.urandom(12), os.urandom(16)
-    doc = vectorlib.build(ids["alice"], [ids["alice"], ids["bob"]], b"wrapped by openssl", cek=cek, iv=iv, mid=mid,
-                          ts=1)
+    doc = vectorlib.build(
+        ids["alice"], [ids["alice"], ids["bob"]], b"wrapped by openssl", cek=cek, iv=iv, mid=mid, ts=1
+    )
     pub = write_public(tmp_path, "bob", ids["bob"].public.wrap_key)
     wrapped = pkeyutl(openssl, tmp_path, "-encrypt", "-pubin", "-inkey", str(pub), *OAEP_256_OPTS, data=cek)
     doc["recipients"][1]["encrypted_key"] = vectorlib.b64u(wrapped)
@@ -123,39 +140,78 @@ def test_openssl_wrapped_with_other_oaep_parameters_is_unwrap_failed(openssl, tm
 def test_openssl_recomputes_the_key_commitment_and_verifies_the_signature(openssl, tmp_path, ids, vec):
     ctx = tmp_path / "ctx.bin"
     ctx.write_bytes(L4["key_commitment_context"].encode())
-    mac = subprocess.run([openssl, "mac", "-digest", "SHA256", "-macopt", "hexkey:" + b64u_decode(vec["cek"]).hex(),
-                          "-in", str(ctx), "HMAC"], capture_output=True, text=True, timeout=60, check=True)
+    mac = subprocess.run(
+        [
+            openssl,
+            "mac",
+            "-digest",
+            "SHA256",
+            "-macopt",
+            "hexkey:" + b64u_decode(vec["cek"]).hex(),
+            "-in",
+            str(ctx),
+            "HMAC",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     assert bytes.fromhex(mac.stdout.strip()) == b64u_decode(vec["kc"])
     doc = json.loads(vec["envelope"])
-    assert verify_ed25519(openssl, tmp_path, ids[vec["sender"]].public.sign_key, vectorlib.signing_input(doc),
-                          b64u_decode(doc["sig"]))
-    assert not verify_ed25519(openssl, tmp_path, ids["mallory"].public.sign_key, vectorlib.signing_input(doc),
-                              b64u_decode(doc["sig"]))
+    assert verify_ed25519(
+        openssl, tmp_path, ids[vec["sender"]].public.sign_key, vectorlib.signing_input(doc), b64u_decode(doc["sig"])
+    )
+    assert not verify_ed25519(
+        openssl, tmp_path, ids["mallory"].public.sign_key, vectorlib.signing_input(doc), b64u_decode(doc["sig"])
+    )
 
 
 def test_openssl_verifies_every_membership_statement(openssl, tmp_path, ids):
     """Ed25519 over ASCII "e2ee-chat/v1/membership." + the body part, by the actor's bound key."""
     pool = vectorlib.key_pool()
     keys = {ids[n].sign_kid: ids[n].public.sign_key for n in ids} | {
-        e["sign_kid"]: pool[e["pool_index"]].sign_private.public_key() for e in MEMBERSHIP["extra_keys"]}
+        e["sign_kid"]: pool[e["pool_index"]].sign_private.public_key() for e in MEMBERSHIP["extra_keys"]
+    }
     for st in MEMBERSHIP["chains"][0]["statements"]:
         body_b64, sig = st["signed"].split(".")
         akid = json.loads(b64u_decode(body_b64))["akid"]
-        assert verify_ed25519(openssl, tmp_path, keys[akid], f"{MEMBERSHIP['signing_context']}.{body_b64}".encode(),
-                              b64u_decode(sig)), st["ep"]
+        assert verify_ed25519(
+            openssl, tmp_path, keys[akid], f"{MEMBERSHIP['signing_context']}.{body_b64}".encode(), b64u_decode(sig)
+        ), st["ep"]
     forged = next(v for v in MEMBERSHIP["negative"] if v["name"] == "forged_signature")
     body_b64, sig = forged["statement"].split(".")
-    assert not verify_ed25519(openssl, tmp_path, ids["bob"].public.sign_key,
-                              f"{MEMBERSHIP['signing_context']}.{body_b64}".encode(), b64u_decode(sig))
+    assert not verify_ed25519(
+        openssl,
+        tmp_path,
+        ids["bob"].public.sign_key,
+        f"{MEMBERSHIP['signing_context']}.{body_b64}".encode(),
+        b64u_decode(sig),
+    )
 
 
 def verify_ed25519(openssl: str, tmp: Path, key, data: bytes, sig: bytes) -> bool:
     pub = write_public(tmp, "ed25519", key)
     (tmp / "data.bin").write_bytes(data)
     (tmp / "sig.bin").write_bytes(sig)
-    proc = subprocess.run([openssl, "pkeyutl", "-verify", "-pubin", "-inkey", str(pub), "-rawin",
-                           "-in", str(tmp / "data.bin"), "-sigfile", str(tmp / "sig.bin")],
-                          capture_output=True, timeout=60, check=False)
+    proc = subprocess.run(
+        [
+            openssl,
+            "pkeyutl",
+            "-verify",
+            "-pubin",
+            "-inkey",
+            str(pub),
+            "-rawin",
+            "-in",
+            str(tmp / "data.bin"),
+            "-sigfile",
+            str(tmp / "sig.bin"),
+        ],
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
     return proc.returncode == 0
 
 

@@ -29,8 +29,9 @@ async def test_an_equivocating_envelope_opens_for_at_most_one_recipient(world):
     await alice.send_text(conv, "an honest one first")
     await barrier(bob)
     template = (await bob.load_history(conv))[-1].envelope  # a real envelope of alice's: epoch, head, rkids
-    data, cek_bob, cek_carol = equivocating_envelope(template, alice.identity, world.identities["bob"].public,
-                                                     world.identities["carol"].public, SECRET)
+    data, cek_bob, cek_carol = equivocating_envelope(
+        template, alice.identity, world.identities["bob"].public, world.identities["carol"].public, SECRET
+    )
     # the attack is real: without the commitment, one ciphertext opens under both keys to two texts
     doc = json.loads(data)
     raw = {k: b64u_decode(doc[k]) for k in ("iv", "ciphertext", "tag")}
@@ -39,8 +40,9 @@ async def test_an_equivocating_envelope_opens_for_at_most_one_recipient(world):
     as_carol = AESGCM(cek_carol).decrypt(raw["iv"], raw["ciphertext"] + raw["tag"], aad)
     assert as_bob.startswith(SECRET.encode()) and as_carol != as_bob
     async with httpx2.AsyncClient(base_url=relay.url, headers={"Authorization": f"Bearer {alice.token}"}) as http:
-        r = await http.post(f"/v1/conversations/{conv}/messages", content=data,
-                            headers={"Content-Type": "application/json"})
+        r = await http.post(
+            f"/v1/conversations/{conv}/messages", content=data, headers={"Content-Type": "application/json"}
+        )
     assert r.status_code == 201, r.text  # the relay cannot tell: it sees ciphertext only
     seq = r.json()["seq"]
     await barrier(bob)

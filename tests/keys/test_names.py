@@ -12,10 +12,16 @@ from shared.names import canonical_username, normalise_secret, secret_candidates
 from tests.helpers.names import COMPOSED, DECOMPOSED
 
 
-@pytest.mark.parametrize(("raw", "canonical"), [
-    ("Bob", "bob"), ("BOB", "bob"), ("\uff22\uff4f\uff42", "bob"), ("Alice.Smith_2", "alice.smith_2"),
-    ("Dave-1", "dave-1"),
-])
+@pytest.mark.parametrize(
+    ("raw", "canonical"),
+    [
+        ("Bob", "bob"),
+        ("BOB", "bob"),
+        ("\uff22\uff4f\uff42", "bob"),
+        ("Alice.Smith_2", "alice.smith_2"),
+        ("Dave-1", "dave-1"),
+    ],
+)
 def test_usernames_are_canonical(raw, canonical):
     assert canonical_username(raw) == canonical
 

@@ -28,8 +28,9 @@ async def pair(world, relay):
 async def post_as(relay, token: str, conv: str, data: bytes) -> int:
     """What a thief holding bob's old keystore and his password does: send over REST as bob."""
     async with httpx2.AsyncClient(base_url=relay.url, headers={"Authorization": f"Bearer {token}"}) as http:
-        r = await http.post(f"/v1/conversations/{conv}/messages", content=data,
-                            headers={"Content-Type": "application/json"})
+        r = await http.post(
+            f"/v1/conversations/{conv}/messages", content=data, headers={"Content-Type": "application/json"}
+        )
     assert r.status_code == 201, r.text
     return r.json()["seq"]
 
@@ -53,14 +54,22 @@ async def test_an_old_signing_keys_new_message_is_never_shown_as_verified(world)
     assert contact.pending_signed_by_old is True and contact.retired_after == {old.sign_kid: before}
     # the old key, stolen: a message sealed to the current members' keys and signed by it, after the rotation
     head = bob.membership.head(conv)  # bob's update statement: the log binds his new keys
-    stolen = envelope.seal("wire the money", old, conv, [alice.identity.public, bob.identity.public], counter=9,
-                           epoch=head.ep, head=head.hash)
+    stolen = envelope.seal(
+        "wire the money",
+        old,
+        conv,
+        [alice.identity.public, bob.identity.public],
+        counter=9,
+        epoch=head.ep,
+        head=head.hash,
+    )
     after = await post_as(relay, bob.token, conv, stolen)
     await barrier(alice)
     recs = await records(alice, conv)
     assert (recs[after].state, recs[after].reason, recs[after].text) == ("unreadable", "retired_sender_key", None)
-    assert "wire the money" not in [e.text for e in world.rec(alice).of(type(world.rec(alice).events[0]))
-                                    if hasattr(e, "text")]
+    assert "wire the money" not in [
+        e.text for e in world.rec(alice).of(type(world.rec(alice).events[0])) if hasattr(e, "text")
+    ]
     assert "replaced" in reason_words("retired_sender_key")
     assert alice.mark(recs[before]) == "previous"  # the earlier message: "signed by a previous key", not ✔
     new = (await bob.send_text(conv, "from my new key")).seq
@@ -88,8 +97,15 @@ async def test_a_served_retired_key_is_refused_as_a_rollback(world):
     c = alice.contacts["bob"]
     assert c.kids == (bob.identity.wrap_kid, bob.identity.sign_kid) and c.pending is None  # nothing pinned
     head = bob.membership.head(conv)  # bob's update statement: the log binds his new keys
-    stolen = envelope.seal("from the old key", old, conv, [alice.identity.public, bob.identity.public], counter=5,
-                           epoch=head.ep, head=head.hash)
+    stolen = envelope.seal(
+        "from the old key",
+        old,
+        conv,
+        [alice.identity.public, bob.identity.public],
+        counter=5,
+        epoch=head.ep,
+        head=head.hash,
+    )
     seq = await post_as(relay, bob.token, conv, stolen)
     await barrier(alice)
     assert (await records(alice, conv))[seq].reason == "retired_sender_key"

@@ -134,8 +134,9 @@ async def test_the_cli_says_what_was_lost(world, monkeypatch, capsys):
 
     monkeypatch.setenv("E2EE_PASSWORD", PASSWORD)
     monkeypatch.setenv("E2EE_PASSPHRASE", passphrase("alice"))
-    args = cli.build_parser().parse_args(["keys", "show", "--user", "alice", "--server", relay.url,
-                                          "--profile", str(world.root / "clients")])
+    args = cli.build_parser().parse_args(
+        ["keys", "show", "--user", "alice", "--server", relay.url, "--profile", str(world.root / "clients")]
+    )
     args.profile = world.root / "clients"
     args.cafile, args.password, args.passphrase = None, PASSWORD, passphrase("alice")
     logged, _ = await commands.logged_in(args)

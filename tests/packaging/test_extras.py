@@ -53,8 +53,13 @@ CLIENT_ONLY = _without(*MODULES, keep=("client",))
 
 
 def run(blocked: set[str], *argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", _RUN, ",".join(sorted(blocked)), *argv], capture_output=True,
-                          text=True, timeout=60, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-c", _RUN, ",".join(sorted(blocked)), *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
 
 
 @pytest.mark.parametrize("command", ["e2ee-relay", "e2ee-chat", "e2ee-demo", "e2ee-bench"])
@@ -66,27 +71,36 @@ def test_version_and_help_need_no_extra(command):
     assert done.stdout.startswith(f"usage: {command}") and done.stderr == ""
 
 
-@pytest.mark.parametrize(("blocked", "argv", "extra"), [
-    (SERVER_ONLY, ["e2ee-chat", "tail", "--user", "alice"], "client"),
-    (SERVER_ONLY, ["e2ee-chat", "--user", "alice"], "client"),
-    (SERVER_ONLY, ["e2ee-demo"], "demo"),
-    (SERVER_ONLY, ["e2ee-bench", "primitives", "--quick"], "bench"),
-    (CLIENT_ONLY, ["e2ee-relay", "migrate"], "server"),
-    (CLIENT_ONLY, ["e2ee-demo", "--level", "4"], "demo"),
-    (BASE, ["e2ee-relay"], "server"),
-    (BASE, ["e2ee-relay", "dev-cert"], "server"),
-])
+@pytest.mark.parametrize(
+    ("blocked", "argv", "extra"),
+    [
+        (SERVER_ONLY, ["e2ee-chat", "tail", "--user", "alice"], "client"),
+        (SERVER_ONLY, ["e2ee-chat", "--user", "alice"], "client"),
+        (SERVER_ONLY, ["e2ee-demo"], "demo"),
+        (SERVER_ONLY, ["e2ee-bench", "primitives", "--quick"], "bench"),
+        (CLIENT_ONLY, ["e2ee-relay", "migrate"], "server"),
+        (CLIENT_ONLY, ["e2ee-demo", "--level", "4"], "demo"),
+        (BASE, ["e2ee-relay"], "server"),
+        (BASE, ["e2ee-relay", "dev-cert"], "server"),
+    ],
+)
 def test_a_missing_extra_is_named_in_one_line(blocked, argv, extra):
     done = run(blocked, *argv)
     assert done.returncode == 2
     assert done.stdout == ""
-    assert re.fullmatch(rf"{argv[0]} needs the {extra} extra: pip install 'e2ee-chat\[{extra}\]' "
-                        r"\(module '\w+' is missing\)\n", done.stderr), done.stderr
+    assert re.fullmatch(
+        rf"{argv[0]} needs the {extra} extra: pip install 'e2ee-chat\[{extra}\]' "
+        r"\(module '\w+' is missing\)\n",
+        done.stderr,
+    ), done.stderr
 
 
 def test_the_subcommands_version_and_help_need_no_extra():
-    for argv in (["e2ee-chat", "send", "--version"], ["e2ee-chat", "keys", "show", "--version"],
-                 ["e2ee-bench", "report", "--version"]):
+    for argv in (
+        ["e2ee-chat", "send", "--version"],
+        ["e2ee-chat", "keys", "show", "--version"],
+        ["e2ee-bench", "report", "--version"],
+    ):
         done = run(BASE, *argv)
         assert (done.returncode, done.stdout) == (0, f"{argv[0]} {VERSION}\n"), done.stderr
     done = run(BASE, "e2ee-chat", "send", "--help")
@@ -106,7 +120,7 @@ def test_the_modules_of_each_extra_are_those_pyproject_installs():
         names = set()
         for req in extras[extra]:
             if req.startswith("e2ee-chat["):
-                for inner in req[len("e2ee-chat["):req.index("]")].split(","):
+                for inner in req[len("e2ee-chat[") : req.index("]")].split(","):
                     names |= distributions(inner)
             else:
                 names.add(_distribution(req))

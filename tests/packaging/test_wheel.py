@@ -42,8 +42,12 @@ def wheel(tmp_path_factory) -> zipfile.ZipFile:
         shutil.copy2(ROOT / name, src / name)
     for top in PACKAGES:
         shutil.copytree(ROOT / top, src / top, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    run = subprocess.run([sys.executable, "-m", "pip", "wheel", str(src), "--no-deps", "-q", "-w", str(tmp / "dist")],
-                         capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", str(src), "--no-deps", "-q", "-w", str(tmp / "dist")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stderr
     (built,) = (tmp / "dist").glob("e2ee_chat-*.whl")
     with zipfile.ZipFile(built) as zf:
@@ -58,8 +62,13 @@ def _metadata(wheel: zipfile.ZipFile):
 def test_every_data_file_and_marker_is_in_the_wheel(wheel):
     names = set(wheel.namelist())
     data = _data_files()
-    assert {"bench/peers.mjs", "client_tui/chat.tcss", "bench/web/index.html", "bench/report/prose.toml",
-            "migrations/script.py.mako"} <= data  # the scan sees what it must
+    assert {
+        "bench/peers.mjs",
+        "client_tui/chat.tcss",
+        "bench/web/index.html",
+        "bench/report/prose.toml",
+        "migrations/script.py.mako",
+    } <= data  # the scan sees what it must
     assert {f"{top}/py.typed" for top in TYPED} <= data
     assert sorted(data - names) == []
 

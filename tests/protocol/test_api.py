@@ -38,8 +38,9 @@ def test_no_primitive_is_exported():
 def test_every_seal_draws_fresh_key_nonce_and_id(ids):
     seen_iv, seen_mid, seen_ek = set(), set(), set()
     for _ in range(60):
-        doc = json.loads(envelope.seal("same text", ids["alice"], "conv-1", [ids["bob"].public], counter=1,
-                                       epoch=0, head="A" * 43))
+        doc = json.loads(
+            envelope.seal("same text", ids["alice"], "conv-1", [ids["bob"].public], counter=1, epoch=0, head="A" * 43)
+        )
         iv = b64u_decode(doc["iv"])
         header = json.loads(b64u_decode(doc["protected"]))
         assert len(iv) == 12 and len(b64u_decode(header["mid"])) == 16
@@ -52,11 +53,10 @@ def test_every_seal_draws_fresh_key_nonce_and_id(ids):
 def test_wrapped_cek_is_32_random_bytes(ids):
     ceks = set()
     for _ in range(20):
-        doc = json.loads(envelope.seal("x", ids["alice"], "conv-1", [ids["carol"].public], counter=1, epoch=0,
-                                       head="A" * 43))
-        cek = ids["carol"].wrap_private.decrypt(
-            b64u_decode(doc["recipients"][0]["encrypted_key"]), envelope._OAEP
+        doc = json.loads(
+            envelope.seal("x", ids["alice"], "conv-1", [ids["carol"].public], counter=1, epoch=0, head="A" * 43)
         )
+        cek = ids["carol"].wrap_private.decrypt(b64u_decode(doc["recipients"][0]["encrypted_key"]), envelope._OAEP)
         assert len(cek) == 32
         ceks.add(cek)
     assert len(ceks) == 20

@@ -28,9 +28,14 @@ def _names(path: Path) -> set[str]:
                 out.add(prefix + child.name)
                 if isinstance(child, ast.ClassDef):
                     visit(child, f"{prefix}{child.name}.")
-                    out.update(f"{prefix}{child.name}.{t.attr}" for t in ast.walk(child)
-                               if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
-                               and t.value.id == "self" and isinstance(t.ctx, ast.Store))
+                    out.update(
+                        f"{prefix}{child.name}.{t.attr}"
+                        for t in ast.walk(child)
+                        if isinstance(t, ast.Attribute)
+                        and isinstance(t.value, ast.Name)
+                        and t.value.id == "self"
+                        and isinstance(t.ctx, ast.Store)
+                    )
 
     visit(ast.parse(path.read_text("utf-8")), "")
     return out

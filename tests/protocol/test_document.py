@@ -36,8 +36,10 @@ def test_every_error_code_is_in_the_table(code):
 @pytest.mark.parametrize("cls", ERROR_CLASSES, ids=lambda c: c.code)
 def test_the_tables_http_status_is_the_errors(cls):
     """A status in brackets is the code's own; without one, the nearest ancestor's with one."""
-    rows = {m[1]: (int(m[2]) if m[2] else None, m[3]) for m in re.finditer(
-        r"^\| `([a-z0-9_]+)`(?: \[(\d+)\])? \| ([a-z0-9_–]+)", section("9. Error codes"), re.M)}
+    rows = {
+        m[1]: (int(m[2]) if m[2] else None, m[3])
+        for m in re.finditer(r"^\| `([a-z0-9_]+)`(?: \[(\d+)\])? \| ([a-z0-9_–]+)", section("9. Error codes"), re.M)
+    }
     code, status = cls.code, None
     while status is None:
         status, parent = rows[code]

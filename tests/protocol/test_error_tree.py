@@ -45,8 +45,12 @@ def test_the_drawn_tree_is_the_class_tree_in_module_order():
 
 def test_the_order_is_the_modules_definition_order():
     modules = (errors.base, errors.input, errors.verification, errors.answers)
-    defined = [c for m in modules for c in vars(m).values()
-               if isinstance(c, type) and issubclass(c, E2EEError) and c.__module__ == m.__name__]
+    defined = [
+        c
+        for m in modules
+        for c in vars(m).values()
+        if isinstance(c, type) and issubclass(c, E2EEError) and c.__module__ == m.__name__
+    ]
     assert defined == CLASSES
     exported = {c for c in vars(errors).values() if isinstance(c, type) and issubclass(c, E2EEError)}
     assert exported == set(CLASSES)  # __all__ lists every class
@@ -65,8 +69,12 @@ def test_error_data_comes_from_constructor_fields():
     assert errors.Busy("full").retry_after == 1.0
     assert "detail" not in errors.Forbidden("no").as_dict()
     stale = errors.EpochStale("old", epoch=3, head="h")
-    assert stale.as_dict() == {"code": "epoch_stale", "message": "old", "field": "ep",
-                               "detail": {"epoch": 3, "head": "h"}}
+    assert stale.as_dict() == {
+        "code": "epoch_stale",
+        "message": "old",
+        "field": "ep",
+        "detail": {"epoch": 3, "head": "h"},
+    }
 
 
 @pytest.mark.parametrize("code", list(ErrorCode))

@@ -43,8 +43,9 @@ def test_public_identity_from_json_refuses_a_weak_wrap_key(ids):
     key = serialization.load_pem_public_key(weak["spki_pem"].encode())
     data = ids["alice"].public.to_json() | {
         "username": "eve",
-        "wrap_key": vectorlib.b64u(key.public_bytes(serialization.Encoding.DER,
-                                                   serialization.PublicFormat.SubjectPublicKeyInfo)),
+        "wrap_key": vectorlib.b64u(
+            key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+        ),
     }
     with pytest.raises(errors.KeySizeRefused) as info:
         keys.PublicIdentity.from_json(data)

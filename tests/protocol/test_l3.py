@@ -59,7 +59,10 @@ def test_handshake_vector_is_accepted_by_the_relay(relay, session):
     parts = hs["token"].split(".")
     assert b64u_decode(parts[0]).decode() == hs["protected_header_json"]
     assert json.loads(hs["protected_header_json"]) == {
-        "alg": "RSA-OAEP-256", "enc": "A256GCM", "typ": "e2ee-chat/l3-hs", "v": 1,
+        "alg": "RSA-OAEP-256",
+        "enc": "A256GCM",
+        "typ": "e2ee-chat/l3-hs",
+        "v": 1,
         "kid": vectorlib.load("keys.json")["relay"]["wrap_kid"],
     }
     assert relay.decrypt(b64u_decode(parts[1]), vectorlib.OAEP_256) == KEY
@@ -74,11 +77,24 @@ def test_message_vectors(session, vec):
     assert opened.text == vec["plaintext_utf8"]
     h = opened.header
     assert (h.dir, h.seq, h.mid, h.cid, h.snd, h.ts, h.kid) == (
-        vec["direction"], vec["seq"], vec["mid"], vec["cid"], vec["snd"], vec["ts"], session.id
+        vec["direction"],
+        vec["seq"],
+        vec["mid"],
+        vec["cid"],
+        vec["snd"],
+        vec["ts"],
+        session.id,
     )
     again = l3._seal_with(
-        session, b64u_decode(vec["plaintext"]), direction=vec["direction"], conversation=vec["cid"],
-        sender=vec["snd"], seq=vec["seq"], message_id=vec["mid"], sent_at_ms=vec["ts"], iv=b64u_decode(vec["iv"]),
+        session,
+        b64u_decode(vec["plaintext"]),
+        direction=vec["direction"],
+        conversation=vec["cid"],
+        sender=vec["snd"],
+        seq=vec["seq"],
+        message_id=vec["mid"],
+        sent_at_ms=vec["ts"],
+        iv=b64u_decode(vec["iv"]),
         max_bytes=1 << 18,
     )
     assert again == vec["token"]
@@ -110,8 +126,16 @@ def test_live_round_trip_both_directions(relay):
     up = l3.seal(client, "to the relay", direction="c2r", conversation="conv-1", sender="alice", seq=1)
     got = l3.open(server, up, direction="c2r", after_seq=0)
     assert got.text == "to the relay"
-    down = l3.seal(server, got.plaintext, direction="r2c", conversation="conv-1", sender="alice", seq=1,
-                   message_id=got.header.mid, sent_at_ms=got.header.ts)
+    down = l3.seal(
+        server,
+        got.plaintext,
+        direction="r2c",
+        conversation="conv-1",
+        sender="alice",
+        seq=1,
+        message_id=got.header.mid,
+        sent_at_ms=got.header.ts,
+    )
     back = l3.open(client, down, direction="r2c")
     assert (back.text, back.header.mid, back.header.ts) == ("to the relay", got.header.mid, got.header.ts)
     with pytest.raises(DirectionMismatch):
@@ -127,10 +151,8 @@ def test_fresh_nonce_and_key_per_session(relay):
     a, ta = l3.start_handshake(relay.public_key(), CHALLENGE)
     b, tb = l3.start_handshake(relay.public_key(), CHALLENGE)
     assert a.id != b.id and ta.split(".")[1] != tb.split(".")[1]
-    t1 = l3.seal(a, "same", direction="c2r", conversation="c", sender="alice", seq=1, message_id="A" * 22,
-                 sent_at_ms=1)
-    t2 = l3.seal(a, "same", direction="c2r", conversation="c", sender="alice", seq=1, message_id="A" * 22,
-                 sent_at_ms=1)
+    t1 = l3.seal(a, "same", direction="c2r", conversation="c", sender="alice", seq=1, message_id="A" * 22, sent_at_ms=1)
+    t2 = l3.seal(a, "same", direction="c2r", conversation="c", sender="alice", seq=1, message_id="A" * 22, sent_at_ms=1)
     assert t1.split(".")[2] != t2.split(".")[2]
 
 

@@ -36,6 +36,7 @@ def resolve(ids):
 
     def resolve(user: str, kid: str):
         return keys[(user, kid)]
+
     return resolve
 
 
@@ -56,11 +57,14 @@ def test_valid_logs_verify_and_are_canonical(vec, resolve):
         assert list(st.usernames) == want["members"] and st.title == want["title"]
         body = b64u_decode(st.body_b64)
         assert body.decode() == want["body_json"]
-        assert body == json.dumps(json.loads(body), sort_keys=True, separators=(",", ":"),
-                                  ensure_ascii=False).encode()  # canonical: one byte form per statement
+        assert (
+            body == json.dumps(json.loads(body), sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+        )  # canonical: one byte form per statement
         assert hashlib.sha256(want["signed"].encode()).digest() == b64u_decode(want["hash"])
-        assert hashlib.sha256(b"e2ee-chat/v1/membership." + st.body_b64.encode()).hexdigest() == \
-            want["signing_input_sha256"]
+        assert (
+            hashlib.sha256(b"e2ee-chat/v1/membership." + st.body_b64.encode()).hexdigest()
+            == want["signing_input_sha256"]
+        )
     assert chain.head.ep == len(vec["statements"]) - 1
 
 
@@ -72,9 +76,14 @@ def test_the_builder_reproduces_every_statement_of_the_log(ids):
     log = [membership.parse(s["signed"]) for s in VEC["chains"][0]["statements"]]
     for prev, st in zip(log, log[1:], strict=False):
         actor = carol2 if st.akid == carol2.sign_kid else who[st.actor]
-        kw = {"add": [m for m in st.members if m.username not in prev.usernames],
-              "remove": [u for u in prev.usernames if u not in st.usernames], "title": st.title,
-              "admins": list(st.admins) if st.admins is not None else None, "keys": st.member(st.actor), "ts": st.ts}
+        kw = {
+            "add": [m for m in st.members if m.username not in prev.usernames],
+            "remove": [u for u in prev.usernames if u not in st.usernames],
+            "title": st.title,
+            "admins": list(st.admins) if st.admins is not None else None,
+            "keys": st.member(st.actor),
+            "ts": st.ts,
+        }
         assert membership.change(prev, actor, st.op, **kw).signed == st.signed
 
 

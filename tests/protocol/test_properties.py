@@ -30,7 +30,10 @@ L3V = vectorlib.load("l3.json")
 SESSION = l3.Session._from_key(b64u_decode(L3V["session_key"]))
 
 FAST = settings(
-    deadline=None, derandomize=True, database=None, print_blob=False,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    print_blob=False,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
 )
 
@@ -54,8 +57,9 @@ def test_every_recipient_opens_exactly_the_plaintext(pool, text, n, sender, coun
     assert len(text.encode()) <= MAX_PLAINTEXT
     recipients = pool[:n]
     me = pool[sender]
-    data = envelope.seal(text, me, "conv-p", [r.public for r in recipients], counter=counter, epoch=counter,
-                         head="A" * 43, max_bytes=BIG)
+    data = envelope.seal(
+        text, me, "conv-p", [r.public for r in recipients], counter=counter, epoch=counter, head="A" * 43, max_bytes=BIG
+    )
     parsed = envelope.parse(data, max_bytes=BIG)  # parsed once, opened by everyone (as a client would)
     for r in recipients:
         opened = envelope.open(parsed, r, me.public.sign_key, conversation="conv-p", sender=me.username)
@@ -132,14 +136,55 @@ JSON = st.recursive(
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
     max_leaves=20,
 )
-FRAME_TYPES = ["auth", "send", "sync", "ack", "ping", "hello", "ready", "stored", "msg", "synced", "delivered",
-               "pong", "event", "error", "nope"]
+FRAME_TYPES = [
+    "auth",
+    "send",
+    "sync",
+    "ack",
+    "ping",
+    "hello",
+    "ready",
+    "stored",
+    "msg",
+    "synced",
+    "delivered",
+    "pong",
+    "event",
+    "error",
+    "nope",
+]
 
 
 @settings(FAST, max_examples=300)
-@given(kind=st.sampled_from(FRAME_TYPES), fields=st.dictionaries(st.sampled_from(
-    ["token", "conversation", "envelope", "after", "limit", "seq", "nonce", "version", "level", "code", "message",
-     "mid", "user", "sender", "cursor", "more", "kind", "x"]), JSON, max_size=6))
+@given(
+    kind=st.sampled_from(FRAME_TYPES),
+    fields=st.dictionaries(
+        st.sampled_from(
+            [
+                "token",
+                "conversation",
+                "envelope",
+                "after",
+                "limit",
+                "seq",
+                "nonce",
+                "version",
+                "level",
+                "code",
+                "message",
+                "mid",
+                "user",
+                "sender",
+                "cursor",
+                "more",
+                "kind",
+                "x",
+            ]
+        ),
+        JSON,
+        max_size=6,
+    ),
+)
 def test_frame_decoders_on_frame_shaped_json(kind, fields):
     data = json.dumps({"type": kind, **fields}).encode()
     for decode in (frames.decode_client_frame, frames.decode_relay_frame):
@@ -160,8 +205,11 @@ def test_envelope_parser_raises_only_project_errors(data):
 
 
 @settings(FAST, max_examples=200)
-@given(doc=st.dictionaries(st.sampled_from(["protected", "recipients", "iv", "ciphertext", "tag", "sig", "x"]),
-                           JSON, max_size=7))
+@given(
+    doc=st.dictionaries(
+        st.sampled_from(["protected", "recipients", "iv", "ciphertext", "tag", "sig", "x"]), JSON, max_size=7
+    )
+)
 def test_envelope_parser_on_envelope_shaped_json(doc):
     try:
         envelope.parse(json.dumps(doc).encode())
@@ -170,9 +218,17 @@ def test_envelope_parser_on_envelope_shaped_json(doc):
 
 
 @settings(FAST, max_examples=300)
-@given(st.one_of(st.binary(max_size=1024), st.text(max_size=1024),
-                 st.lists(st.text(alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_",
-                                  max_size=40), min_size=5, max_size=5).map(".".join)))
+@given(
+    st.one_of(
+        st.binary(max_size=1024),
+        st.text(max_size=1024),
+        st.lists(
+            st.text(alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", max_size=40),
+            min_size=5,
+            max_size=5,
+        ).map(".".join),
+    )
+)
 def test_l3_open_raises_only_project_errors(token):
     try:
         l3.open(SESSION, token, direction="c2r")
@@ -183,8 +239,7 @@ def test_l3_open_raises_only_project_errors(token):
 @settings(FAST, max_examples=60)
 @given(text=plaintexts(), seq=st.integers(1, 2**53 - 1), direction=st.sampled_from(["c2r", "r2c"]))
 def test_l3_round_trip(text, seq, direction):
-    token = l3.seal(SESSION, text, direction=direction, conversation="c", sender="alice", seq=seq,
-                    max_bytes=BIG)
+    token = l3.seal(SESSION, text, direction=direction, conversation="c", sender="alice", seq=seq, max_bytes=BIG)
     opened = l3.open(SESSION, token, direction=direction, after_seq=seq - 1, max_bytes=BIG)
     assert opened.text == text and opened.header.seq == seq
 
@@ -204,4 +259,3 @@ def test_base64url_has_one_text_form(text):
 def test_base64url_round_trip(raw):
     text = b64u_encode(raw)
     assert b64u_decode(text) == raw and "=" not in text and len(text) == (4 * len(raw) + 2) // 3
-

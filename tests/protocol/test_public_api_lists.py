@@ -23,8 +23,11 @@ import shared
 
 def modules(package) -> list[str]:
     """Dotted names of every module below ``package`` (``__main__`` modules run a program: skipped)."""
-    return [m.name for m in pkgutil.walk_packages(package.__path__, package.__name__ + ".")
-            if not m.name.endswith("__main__")]
+    return [
+        m.name
+        for m in pkgutil.walk_packages(package.__path__, package.__name__ + ".")
+        if not m.name.endswith("__main__")
+    ]
 
 
 def defined_public_names(module, constants: bool) -> set[str]:

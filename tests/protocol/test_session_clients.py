@@ -19,8 +19,12 @@ FORBIDDEN_CALLS = {"decode_relay_frame", "connect", "recv", "start_handshake"}  
 def _uses(path: Path) -> set[str]:
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "frames" \
-                and node.attr in SESSION_FRAMES | {"decode_relay_frame", "encode"}:
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "frames"
+            and node.attr in SESSION_FRAMES | {"decode_relay_frame", "encode"}
+        ):
             found.add(f"frames.{node.attr}")
         if isinstance(node, ast.Call):
             name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")

@@ -43,15 +43,21 @@ ISSUE_KINDS = {
     "nonce of the wrong length": ["iv_8_bytes", "iv_16_bytes"],
     "moved to another conversation": ["moved_to_other_conversation", "cid_rewritten"],
     "rewritten sender": ["sender_rewritten_in_delivery", "snd_rewritten", "snd_and_skid_rewritten"],
-    "swapped recipient key id": ["recipient_kids_swapped", "recipient_entries_reordered",
-                                 "rkids_and_entries_reordered"],
+    "swapped recipient key id": [
+        "recipient_kids_swapped",
+        "recipient_entries_reordered",
+        "rkids_and_entries_reordered",
+    ],
     "duplicated recipient key id": ["recipient_kid_duplicated", "recipient_entry_duplicated_signed"],
     "no entry for me": ["no_entry_for_me"],
     "bad signature": ["signature_bit_flipped", "signature_zero", "signature_63_bytes"],
-    "signature by a key other than the pinned one": ["signed_by_other_key_same_skid",
-                                                     "signed_by_other_key_own_skid"],
-    "wrong base64 (padding, alphabet)": ["base64_padding", "base64_standard_alphabet", "base64_non_canonical",
-                                         "base64_whitespace"],
+    "signature by a key other than the pinned one": ["signed_by_other_key_same_skid", "signed_by_other_key_own_skid"],
+    "wrong base64 (padding, alphabet)": [
+        "base64_padding",
+        "base64_standard_alphabet",
+        "base64_non_canonical",
+        "base64_whitespace",
+    ],
     "trailing garbage": ["trailing_garbage", "trailing_garbage_in_header"],
 }
 
@@ -65,8 +71,11 @@ def test_negative_vector_raises_its_named_error(ids, vec):
     c = vec["context"]
     with pytest.raises(E2EEError) as info:
         envelope.open(
-            vec["envelope"].encode(), ids[c["me"]], ids[c["pinned"]].public.sign_key,
-            conversation=c["conversation"], sender=c["sender"],
+            vec["envelope"].encode(),
+            ids[c["me"]],
+            ids[c["pinned"]].public.sign_key,
+            conversation=c["conversation"],
+            sender=c["sender"],
             max_bytes=c.get("max_bytes", envelope.DEFAULT_MAX_ENVELOPE_BYTES),
         )
     err = info.value
@@ -98,8 +107,9 @@ def test_negative_vectors_have_distinct_names_and_known_codes():
 # -- the same tampers on envelopes sealed now --------------------------------------------------------
 @pytest.fixture
 def sealed(ids) -> bytes:
-    return envelope.seal("tamper me", ids["alice"], "conv-1", [ids["alice"].public, ids["bob"].public], counter=3,
-                         epoch=2, head="A" * 43)
+    return envelope.seal(
+        "tamper me", ids["alice"], "conv-1", [ids["alice"].public, ids["bob"].public], counter=3, epoch=2, head="A" * 43
+    )
 
 
 def mutate(data: bytes, fn) -> bytes:
@@ -110,8 +120,14 @@ def mutate(data: bytes, fn) -> bytes:
 
 def fresh(ids, **kw) -> dict:
     return vectorlib.build(
-        ids["alice"], [ids["alice"], ids["bob"]], b"tamper me", cek=os.urandom(32), iv=os.urandom(12),
-        mid=os.urandom(16), ts=1, **kw,
+        ids["alice"],
+        [ids["alice"], ids["bob"]],
+        b"tamper me",
+        cek=os.urandom(32),
+        iv=os.urandom(12),
+        mid=os.urandom(16),
+        ts=1,
+        **kw,
     )
 
 
@@ -191,8 +207,9 @@ def test_duplicated_recipient_key_id(ids, sealed):
     with pytest.raises(DuplicateRecipient):
         open_as(ids, mutate(sealed, dup))
     with pytest.raises(DuplicateRecipient):
-        envelope.seal("x", ids["alice"], "conv-1", [ids["bob"].public, ids["bob"].public], counter=1, epoch=0,
-                      head="A" * 43)
+        envelope.seal(
+            "x", ids["alice"], "conv-1", [ids["bob"].public, ids["bob"].public], counter=1, epoch=0, head="A" * 43
+        )
 
 
 def test_no_entry_for_me(ids, sealed):
@@ -282,12 +299,29 @@ def test_trailing_json_whitespace_is_not_garbage(ids, sealed):
 
 
 def test_all_failures_are_project_errors_and_verification_failures_are_grouped():
-    for name in ("NotARecipient", "UnwrapFailed", "DecryptionFailed", "SignatureInvalid", "UnknownSenderKey",
-                 "ConversationMismatch", "SenderMismatch", "SessionMismatch", "DirectionMismatch",
-                 "RelayKeyMismatch", "ChallengeMismatch", "Replayed"):
+    for name in (
+        "NotARecipient",
+        "UnwrapFailed",
+        "DecryptionFailed",
+        "SignatureInvalid",
+        "UnknownSenderKey",
+        "ConversationMismatch",
+        "SenderMismatch",
+        "SessionMismatch",
+        "DirectionMismatch",
+        "RelayKeyMismatch",
+        "ChallengeMismatch",
+        "Replayed",
+    ):
         assert issubclass(getattr(errors, name), VerificationFailed)
-    for name in ("TrailingData", "DuplicateMember", "DuplicateRecipient", "Base64Invalid", "NonceInvalid",
-                 "TagInvalid"):
+    for name in (
+        "TrailingData",
+        "DuplicateMember",
+        "DuplicateRecipient",
+        "Base64Invalid",
+        "NonceInvalid",
+        "TagInvalid",
+    ):
         assert issubclass(getattr(errors, name), errors.MalformedInput)
     codes = [c.code for c in vars(errors).values() if isinstance(c, type) and issubclass(c, E2EEError)]
     assert len(codes) == len(set(codes)), "error codes must be unique"

@@ -39,7 +39,11 @@ def test_every_recipient_opens_the_vector(ids, vec):
         assert opened.text == vec["plaintext_utf8"]
         h = opened.header
         assert (h.cid, h.snd, h.ctr, h.ts, h.mid) == (
-            vec["conversation"], vec["sender"], vec["counter"], vec["sent_at_ms"], vec["mid"]
+            vec["conversation"],
+            vec["sender"],
+            vec["counter"],
+            vec["sent_at_ms"],
+            vec["mid"],
         )
         assert h.skid == ids[vec["sender"]].sign_kid
         assert h.rkids == [ids[r].wrap_kid for r in vec["recipients"]]
@@ -50,11 +54,19 @@ def test_every_recipient_opens_the_vector(ids, vec):
 def test_deterministic_parts_are_reproduced_by_seal(ids, vec):
     """``_seal_with`` (the test-only seam) with the vector's inputs gives the same bytes."""
     data = envelope._seal_with(
-        b64u_decode(vec["plaintext"]), ids[vec["sender"]], vec["conversation"],
-        [ids[r].public for r in vec["recipients"]], counter=vec["counter"], epoch=vec["epoch"], head=vec["mh"],
+        b64u_decode(vec["plaintext"]),
+        ids[vec["sender"]],
+        vec["conversation"],
+        [ids[r].public for r in vec["recipients"]],
+        counter=vec["counter"],
+        epoch=vec["epoch"],
+        head=vec["mh"],
         cek=b64u_decode(vec["cek"]),
-        iv=b64u_decode(vec["iv"]), message_id=b64u_decode(vec["mid"]), sent_at_ms=vec["sent_at_ms"],
-        max_bytes=envelope.DEFAULT_MAX_ENVELOPE_BYTES, max_recipients=envelope.DEFAULT_MAX_RECIPIENTS,
+        iv=b64u_decode(vec["iv"]),
+        message_id=b64u_decode(vec["mid"]),
+        sent_at_ms=vec["sent_at_ms"],
+        max_bytes=envelope.DEFAULT_MAX_ENVELOPE_BYTES,
+        max_recipients=envelope.DEFAULT_MAX_RECIPIENTS,
     )
     ours, theirs = json.loads(data), json.loads(vec["envelope"])
     for member in ("protected", "iv", "ciphertext", "tag"):
@@ -110,8 +122,23 @@ def test_vector_envelopes_are_the_compact_form_our_encoder_writes():
         assert list(doc) == ["protected", "recipients", "iv", "ciphertext", "tag", "sig"]
         assert vectorlib.compact_json(doc).decode() == vec["envelope"]
         header = json.loads(vec["protected_header_json"])
-        assert list(header) == ["alg", "enc", "typ", "cty", "v", "mid", "cid", "snd", "skid", "ts", "ctr", "ep", "mh",
-                                "kc", "rkids"]
+        assert list(header) == [
+            "alg",
+            "enc",
+            "typ",
+            "cty",
+            "v",
+            "mid",
+            "cid",
+            "snd",
+            "skid",
+            "ts",
+            "ctr",
+            "ep",
+            "mh",
+            "kc",
+            "rkids",
+        ]
 
 
 # -- key ids, fingerprints, safety numbers ---------------------------------------------------------
@@ -119,8 +146,11 @@ def test_vector_envelopes_are_the_compact_form_our_encoder_writes():
 def test_key_ids_do_not_depend_on_the_encoding(name):
     e = KEYS["relay"] if name == "relay" else KEYS["users"][name]
     forms = [
-        e["wrap_public_spki_pem"], e["wrap_public_spki_pem"].encode(), b64u_decode(e["wrap_public_spki_der"]),
-        e["wrap_public_pkcs1_pem"], b64u_decode(e["wrap_public_pkcs1_der"]),
+        e["wrap_public_spki_pem"],
+        e["wrap_public_spki_pem"].encode(),
+        b64u_decode(e["wrap_public_spki_der"]),
+        e["wrap_public_pkcs1_pem"],
+        b64u_decode(e["wrap_public_pkcs1_der"]),
         "\n  " + e["wrap_public_spki_pem"] + "\n\n",
     ]
     kids = {keys.key_id(keys.load_wrap_public_key(f, name)) for f in forms}

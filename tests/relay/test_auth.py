@@ -80,8 +80,9 @@ async def test_alg_none_is_refused(make_client, relay):
 async def test_claim_checks_each_refused_with_its_reason(make_client, relay, claims, drop, reason):
     await make_client("alice")
     now = int(time.time())
-    token = make_token(relay.data_dir, drop=drop, **{k: now + v if k in ("exp", "nbf") else v
-                                                     for k, v in claims.items()})
+    token = make_token(
+        relay.data_dir, drop=drop, **{k: now + v if k in ("exp", "nbf") else v for k, v in claims.items()}
+    )
     await refused_in_header(relay, token)
     assert await refused_in_first_frame(relay, token) == reason
     assert stored(relay) == 0
@@ -120,10 +121,21 @@ async def test_eddsa_relay_refuses_hs256_signed_with_its_public_key(tmp_path, ma
         raw = pub.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
         for secret in (pem, raw):
             header = b64({"alg": "HS256", "typ": "JWT"})
-            body = b64({"sub": "alice", "iss": "e2ee-chat-relay", "aud": "e2ee-chat", "iat": int(time.time()),
-                        "exp": int(time.time()) + 300, "jti": "x"})
-            sig = base64.urlsafe_b64encode(
-                hmac.new(secret, f"{header}.{body}".encode(), hashlib.sha256).digest()).rstrip(b"=").decode()
+            body = b64(
+                {
+                    "sub": "alice",
+                    "iss": "e2ee-chat-relay",
+                    "aud": "e2ee-chat",
+                    "iat": int(time.time()),
+                    "exp": int(time.time()) + 300,
+                    "jti": "x",
+                }
+            )
+            sig = (
+                base64.urlsafe_b64encode(hmac.new(secret, f"{header}.{body}".encode(), hashlib.sha256).digest())
+                .rstrip(b"=")
+                .decode()
+            )
             await refused_in_header(relay, f"{header}.{body}.{sig}")
         ws = await open_ws(relay, client.token)
         assert (await recv_type(ws, "ready"))["user"] == "alice"

@@ -109,8 +109,7 @@ async def test_envelope_with_too_many_recipients_is_refused_before_storage(make_
 
 
 async def test_slow_reader_is_disconnected_while_others_continue(make_client, tmp_path):
-    relay = start_relay(tmp_path / "slow", env={"E2EE_SEND_QUEUE_BYTES": str(512 * 1024),
-                                                 "E2EE_RATE_SENDS_PER_S": "0"})
+    relay = start_relay(tmp_path / "slow", env={"E2EE_SEND_QUEUE_BYTES": str(512 * 1024), "E2EE_RATE_SENDS_PER_S": "0"})
     try:
         alice = await make_client("alice", url=relay.url)
         bob = await make_client("bob", url=relay.url)
@@ -182,32 +181,55 @@ async def test_members_and_key_changes_reach_members_as_events(make_client, rela
     ws = await open_ws(relay, bob.token)
     await recv_type(ws, "ready")
     async with httpx2.AsyncClient(base_url=relay.url, headers={"Authorization": f"Bearer {alice.token}"}) as http:
-        add = membership.change(alice.membership.head(conv), alice.identity, "add",
-                                add=[membership.member_of(carol.identity.public)])
+        add = membership.change(
+            alice.membership.head(conv), alice.identity, "add", add=[membership.member_of(carol.identity.public)]
+        )
         r = await http.post(f"/v1/conversations/{conv}/log", json={"statement": add.signed})
-        assert r.status_code == 201 and r.json() == {"id": conv, "title": "group", "members": ["alice", "bob", "carol"],
-                                                     "epoch": 1, "head": add.hash}
-        assert await recv_type(ws, "event") == {"type": "event", "kind": "members_changed", "user": None,
-                                                "conversation": conv}
+        assert r.status_code == 201 and r.json() == {
+            "id": conv,
+            "title": "group",
+            "members": ["alice", "bob", "carol"],
+            "epoch": 1,
+            "head": add.hash,
+        }
+        assert await recv_type(ws, "event") == {
+            "type": "event",
+            "kind": "members_changed",
+            "user": None,
+            "conversation": conv,
+        }
         new = Identity.generate("alice", 2048)
-        body = {"wrap_key": b64u_encode(spki_der(new.public.wrap_key)),
-                "sign_key": b64u_encode(spki_der(new.public.sign_key))}
+        body = {
+            "wrap_key": b64u_encode(spki_der(new.public.wrap_key)),
+            "sign_key": b64u_encode(spki_der(new.public.sign_key)),
+        }
         old = alice.identity
         stmt = rotation.Rotation("alice", (old.wrap_kid, old.sign_kid), (new.wrap_kid, new.sign_kid), 1)
-        bad = await http.post("/v1/keys/rotate", json={
-            **body, "counter": 1, "signature": b64u_encode(rotation.sign(new.sign_private, stmt))})
+        bad = await http.post(
+            "/v1/keys/rotate",
+            json={**body, "counter": 1, "signature": b64u_encode(rotation.sign(new.sign_private, stmt))},
+        )
         assert bad.status_code == 400 and bad.json()["error"]["code"] == "signature_invalid"
-        v1 = await http.post("/v1/keys/rotate", json={  # a legacy v1 statement is no longer accepted
-            **body, "counter": 1, "signature": b64u_encode(old.sign_private.sign(rotation.statement_v1(
-                new.wrap_kid, new.sign_kid)))})
+        v1 = await http.post(
+            "/v1/keys/rotate",
+            json={  # a legacy v1 statement is no longer accepted
+                **body,
+                "counter": 1,
+                "signature": b64u_encode(old.sign_private.sign(rotation.statement_v1(new.wrap_kid, new.sign_kid))),
+            },
+        )
         assert v1.status_code == 400 and v1.json()["error"]["code"] == "signature_invalid"
         for counter in (0, 2):  # the statement's place in the chain is checked
             wrong = rotation.Rotation("alice", stmt.old, stmt.new, counter) if counter else stmt
-            r = await http.post("/v1/keys/rotate", json={
-                **body, "counter": counter, "signature": b64u_encode(rotation.sign(old.sign_private, wrong))})
+            r = await http.post(
+                "/v1/keys/rotate",
+                json={**body, "counter": counter, "signature": b64u_encode(rotation.sign(old.sign_private, wrong))},
+            )
             assert r.status_code == 409 and r.json()["error"]["field"] == "counter"
-        good = await http.post("/v1/keys/rotate", json={
-            **body, "counter": 1, "signature": b64u_encode(rotation.sign(old.sign_private, stmt))})
+        good = await http.post(
+            "/v1/keys/rotate",
+            json={**body, "counter": 1, "signature": b64u_encode(rotation.sign(old.sign_private, stmt))},
+        )
         assert good.status_code == 200 and good.json()["counter"] == 1
         assert (await recv_type(ws, "event"))["kind"] == "key_changed"
         keys = (await http.get("/v1/users/alice/keys")).json()
@@ -219,17 +241,20 @@ async def test_members_and_key_changes_reach_members_as_events(make_client, rela
         assert history[1]["published_seq"] == good.json()["published_seq"] == 0  # no message stored yet
         dave = await make_client("dave")
         kick = membership.change(add, dave.identity, "remove", remove=["bob"])
-        outsider = await http.post(f"/v1/conversations/{conv}/log", json={"statement": kick.signed},
-                                   headers={"Authorization": f"Bearer {dave.token}"})
+        outsider = await http.post(
+            f"/v1/conversations/{conv}/log",
+            json={"statement": kick.signed},
+            headers={"Authorization": f"Bearer {dave.token}"},
+        )
         assert (outsider.status_code, outsider.json()["error"]["code"]) == (400, "actor_not_member")
-        assert (await http.get(f"/v1/conversations/{conv}/log", headers={
-            "Authorization": f"Bearer {dave.token}"})).status_code == 403
+        assert (
+            await http.get(f"/v1/conversations/{conv}/log", headers={"Authorization": f"Bearer {dave.token}"})
+        ).status_code == 403
     await ws.close()
 
 
 async def test_send_rate_limit_answers_with_retry_after(make_client, tmp_path):
-    relay = start_relay(tmp_path / "rl", env={"E2EE_RATE_SENDS_PER_S": "0.1",
-                                               "E2EE_RATE_SENDS_BURST": "3"})
+    relay = start_relay(tmp_path / "rl", env={"E2EE_RATE_SENDS_PER_S": "0.1", "E2EE_RATE_SENDS_BURST": "3"})
     try:
         alice = await make_client("alice", url=relay.url)
         await make_client("bob", url=relay.url)
@@ -259,8 +284,9 @@ async def test_retry_after_a_membership_change_gets_the_original_ack(make_client
     await ws.send(send_frame(conv, env))  # the retry: sealed before carol joined
     again = await recv_type(ws, "stored")
     assert (again["seq"], again["duplicate"]) == (first["seq"], True)
-    stale = envelope.seal("new one", alice.identity, conv, people, counter=2, epoch=0,
-                          head=envelope.parse(env).header.mh)
+    stale = envelope.seal(
+        "new one", alice.identity, conv, people, counter=2, epoch=0, head=envelope.parse(env).header.mh
+    )
     await ws.send(send_frame(conv, stale))  # a new message must be sealed to the new epoch
     err = await recv_type(ws, "error")
     assert (err["code"], err["detail"]) == ("epoch_stale", {"epoch": 1, "head": alice.membership.head(conv).hash})
@@ -278,6 +304,10 @@ async def test_members_learn_of_a_new_conversation_by_event(make_client, relay):
     ws = await open_ws(relay, bob.token)
     await recv_type(ws, "ready")
     conv = await alice.create_conversation("hello", ["bob"])
-    assert await recv_type(ws, "event") == {"type": "event", "kind": "members_changed", "user": None,
-                                            "conversation": conv}
+    assert await recv_type(ws, "event") == {
+        "type": "event",
+        "kind": "members_changed",
+        "user": None,
+        "conversation": conv,
+    }
     await ws.close()

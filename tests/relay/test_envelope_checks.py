@@ -19,11 +19,13 @@ async def test_the_relay_stores_without_decoding_what_only_recipients_read(setti
         cid, head = await new_conversation(c, login, alice, [bob])
 
         def post(doc: dict):
-            return c.post(f"/v1/conversations/{cid}/messages", content=json.dumps(doc, separators=(",", ":")),
-                          headers={**bearer(login), "Content-Type": "application/jose+json"})
+            return c.post(
+                f"/v1/conversations/{cid}/messages",
+                content=json.dumps(doc, separators=(",", ":")),
+                headers={**bearer(login), "Content-Type": "application/jose+json"},
+            )
 
-        doc = json.loads(envelope.seal("hi bob", alice, cid, [alice.public, bob.public], counter=1, epoch=0,
-                                       head=head))
+        doc = json.loads(envelope.seal("hi bob", alice, cid, [alice.public, bob.public], counter=1, epoch=0, head=head))
         doc["ciphertext"] = "+" + doc["ciphertext"][1:]  # not base64url: its recipients refuse it
         r = await post(doc)
         assert r.status_code == 201, r.text  # stored: the relay never decoded the ciphertext
@@ -34,8 +36,9 @@ async def test_the_relay_stores_without_decoding_what_only_recipients_read(setti
         else:
             raise AssertionError("a recipient's parse must refuse the ciphertext")
 
-        doc = json.loads(envelope.seal("hi again", alice, cid, [alice.public, bob.public], counter=2, epoch=0,
-                                       head=head))
+        doc = json.loads(
+            envelope.seal("hi again", alice, cid, [alice.public, bob.public], counter=2, epoch=0, head=head)
+        )
         doc["recipients"][1]["encrypted_key"] += "A" * (1 - len(doc["recipients"][1]["encrypted_key"]) % 4 + 4)
         assert len(doc["recipients"][1]["encrypted_key"]) % 4 == 1
         r = await post(doc)  # a length no base64url text has: refused by its size alone

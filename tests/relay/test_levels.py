@@ -35,8 +35,12 @@ async def test_level_chat_is_delivered_and_stored_readable(make_client, tmp_path
         sent = await la.send_text(conv, f"level {level} says héllo 👋")
         for reader in (lb, lc):
             got = await asyncio.wait_for(reader.events.get(), 10)
-            assert (got.text, got.sender, got.seq, got.mid) == (f"level {level} says héllo 👋", "alice",
-                                                                 sent.seq, sent.mid)
+            assert (got.text, got.sender, got.seq, got.mid) == (
+                f"level {level} says héllo 👋",
+                "alice",
+                sent.seq,
+                sent.mid,
+            )
         reply = await lb.send_text(conv, "and back")
         assert (await asyncio.wait_for(la.events.get(), 10)).seq == reply.seq
         await lc.close()
@@ -68,8 +72,11 @@ async def test_level_4_client_refuses_a_lower_level_relay(make_client, tmp_path)
         async with httpx2.AsyncClient(base_url=relay.url) as http:
             key = (await http.get("/v1/relay-key")).json()
             assert len(key["kid"]) == 43
-            r = await http.post("/v1/conversations/x/messages", content=b"{}",
-                                headers={"Authorization": f"Bearer {alice.token}", "Content-Type": "application/json"})
+            r = await http.post(
+                "/v1/conversations/x/messages",
+                content=b"{}",
+                headers={"Authorization": f"Bearer {alice.token}", "Content-Type": "application/json"},
+            )
             assert r.json()["error"]["code"] == "invalid_request"
     finally:
         relay.stop()
@@ -116,8 +123,9 @@ def test_level_4_commands_refuse_a_lower_level_relay_in_one_line(tmp_path, monke
         where = ("--server", relay.url, "--profile", str(root))
         code, _, err = cli_run(monkeypatch, capsys, "xavier", "register", *where)
         assert (code, err.count("\n")) == (EXIT_FAILED, 1) and "relay runs level 3" in err, err
-        code, _, err = cli_run(monkeypatch, capsys, "wanda", "send", "--to", "yves", "--text", "hi",
-                               "--title", "secret plans", *where)
+        code, _, err = cli_run(
+            monkeypatch, capsys, "wanda", "send", "--to", "yves", "--text", "hi", "--title", "secret plans", *where
+        )
         assert (code, err.count("\n")) == (EXIT_FAILED, 1) and "relay runs level 3" in err, err
         with httpx2.Client(base_url=relay.url) as http:
             token = http.post("/v1/token", json={"username": "yves", "password": PASSWORD}).json()["token"]

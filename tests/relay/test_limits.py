@@ -39,8 +39,11 @@ async def test_a_256_mib_body_is_refused_after_at_most_the_cap_declared_or_chunk
     s = settings_for()
     async with running(s) as app, http(app) as c:
         declared = Counted(256 * MiB)
-        r = await c.post("/v1/accounts", content=declared,
-                         headers={"content-type": "application/json", "content-length": str(256 * MiB)})
+        r = await c.post(
+            "/v1/accounts",
+            content=declared,
+            headers={"content-type": "application/json", "content-length": str(256 * MiB)},
+        )
         assert r.status_code == 413 and r.json()["error"]["code"] == "body_too_large"
         assert r.headers["connection"] == "close"
         assert declared.sent == 0  # refused from the header, before one byte was read
@@ -52,8 +55,9 @@ async def test_a_256_mib_body_is_refused_after_at_most_the_cap_declared_or_chunk
         # every route has its cap: a REST send may be as large as an envelope, no larger
         alice = await register(c, identities["alice"])
         big = Counted(s.max_envelope_bytes + 1, chunk=4096)
-        r = await c.post("/v1/conversations/x/messages", content=big,
-                         headers={**bearer(alice), "content-type": "application/json"})
+        r = await c.post(
+            "/v1/conversations/x/messages", content=big, headers={**bearer(alice), "content-type": "application/json"}
+        )
         assert r.status_code == 413 and big.sent <= s.max_envelope_bytes + 4096
         r = await c.get("/healthz", headers={"content-length": "70000"})
         assert r.status_code == 413
@@ -68,15 +72,20 @@ async def test_json_routes_require_application_json(settings_for, identities):
         for ctype in ("text/plain", "application/x-www-form-urlencoded", ""):
             r = await c.post("/v1/accounts", content=json.dumps(body), headers={"content-type": ctype})
             assert r.status_code == 415 and r.json()["error"]["code"] == "unsupported_media_type"
-        r = await c.post("/v1/accounts", content=json.dumps(body),
-                         headers={"content-type": "application/json; charset=utf-8"})
+        r = await c.post(
+            "/v1/accounts", content=json.dumps(body), headers={"content-type": "application/json; charset=utf-8"}
+        )
         assert r.status_code == 201
         login = (await c.post("/v1/token", json={"username": "alice", "password": PASSWORD})).json()
-        r = await c.post("/v1/conversations/x/messages", content=b"{}",
-                         headers={**bearer(login), "content-type": "text/plain"})
+        r = await c.post(
+            "/v1/conversations/x/messages", content=b"{}", headers={**bearer(login), "content-type": "text/plain"}
+        )
         assert r.json()["error"]["code"] == "unsupported_media_type"
-        r = await c.post("/v1/conversations/x/messages", content=b"{}",
-                         headers={**bearer(login), "content-type": "application/jose+json"})
+        r = await c.post(
+            "/v1/conversations/x/messages",
+            content=b"{}",
+            headers={**bearer(login), "content-type": "application/jose+json"},
+        )
         assert r.json()["error"]["code"] == "envelope_malformed"  # accepted type: the envelope is checked
 
 
@@ -95,8 +104,9 @@ async def test_forwarded_for_counts_only_from_a_trusted_proxy(settings_for, iden
         assert r.status_code == 201
         r = await c.post("/v1/accounts", json=carol, headers={"x-forwarded-for": "198.51.100.2"})
         assert r.status_code == 201  # another client behind the proxy: its own key
-        r = await c.post("/v1/accounts", json=account(identities["mallory"]),
-                         headers={"x-forwarded-for": "198.51.100.1"})
+        r = await c.post(
+            "/v1/accounts", json=account(identities["mallory"]), headers={"x-forwarded-for": "198.51.100.1"}
+        )
         assert r.status_code == 429  # the first client again
 
 
@@ -165,19 +175,24 @@ async def test_conversation_and_member_changes_are_rate_limited(settings_for, id
         await register(c, ids["bob"])
         await register(c, ids["carol"])
         made = [membership.create(ids["alice"], f"conv-{i}", "t", [m["alice"], m["bob"]]) for i in range(3)]
-        codes = [(await c.post("/v1/conversations", json={"statement": st.signed}, headers=bearer(alice))).status_code
-                 for st in made]
+        codes = [
+            (await c.post("/v1/conversations", json={"statement": st.signed}, headers=bearer(alice))).status_code
+            for st in made
+        ]
         assert codes == [201, 201, 429]
         added = membership.change(made[0], ids["alice"], "add", add=[m["carol"]])
         removed = membership.change(added, ids["alice"], "remove", remove=["carol"])
         again = membership.change(removed, ids["alice"], "add", add=[m["carol"]])
-        codes = [(await c.post("/v1/conversations/conv-0/log", json={"statement": st.signed},
-                               headers=bearer(alice))).status_code for st in (added, removed, again)]
+        codes = [
+            (
+                await c.post("/v1/conversations/conv-0/log", json={"statement": st.signed}, headers=bearer(alice))
+            ).status_code
+            for st in (added, removed, again)
+        ]
         assert codes == [201, 201, 429]
 
 
-async def test_the_member_count_is_checked_on_the_statement_and_nothing_changes_when_refused(
-        settings_for, identities):
+async def test_the_member_count_is_checked_on_the_statement_and_nothing_changes_when_refused(settings_for, identities):
     s = settings_for(max_members=3)
     ids = identities
     m = {n: membership.member_of(ids[n].public) for n in ("alice", "bob", "carol", "mallory")}
@@ -186,12 +201,16 @@ async def test_the_member_count_is_checked_on_the_statement_and_nothing_changes_
         for name in ("bob", "carol", "mallory"):
             await register(c, ids[name])
         made = membership.create(ids["alice"], "conv-3", "t", [m["alice"], m["bob"], m["carol"]])
-        assert (await c.post("/v1/conversations", json={"statement": made.signed}, headers=bearer(alice))
-                ).status_code == 201
+        assert (
+            await c.post("/v1/conversations", json={"statement": made.signed}, headers=bearer(alice))
+        ).status_code == 201
         fourth = membership.change(made, ids["alice"], "add", add=[m["mallory"]])
         r = await c.post("/v1/conversations/conv-3/log", json={"statement": fourth.signed}, headers=bearer(alice))
-        assert (r.status_code, r.json()["error"]["code"], r.json()["error"]["field"]) == (400, "invalid_request",
-                                                                                          "members")
+        assert (r.status_code, r.json()["error"]["code"], r.json()["error"]["field"]) == (
+            400,
+            "invalid_request",
+            "members",
+        )
         assert "at most 3 members" in r.json()["error"]["message"]
         with pytest.raises(StatementMalformed):  # nobody left: no statement can say so
             membership.change(made, ids["alice"], "remove", remove=["alice", "bob", "carol"])
@@ -203,14 +222,17 @@ def test_unauthenticated_websockets_are_capped_per_address_and_in_total(settings
     s = settings_for(trusted_proxies="10.0.0.1", max_preauth_ws=3, max_preauth_ws_per_ip=2, auth_timeout_s=30)
     app = create_app(s)
     with TestClient(app, client=("10.0.0.1", 5000)) as client, contextlib.ExitStack() as sockets:
+
         def connect(address: str):
             ws = sockets.enter_context(client.websocket_connect("/v1/ws", headers={"x-forwarded-for": address}))
             assert ws.receive_json()["type"] == "hello"
             return ws
 
         def refused(address: str) -> int:
-            with pytest.raises(WebSocketDenialResponse) as err, \
-                    client.websocket_connect("/v1/ws", headers={"x-forwarded-for": address}):
+            with (
+                pytest.raises(WebSocketDenialResponse) as err,
+                client.websocket_connect("/v1/ws", headers={"x-forwarded-for": address}),
+            ):
                 pass
             assert err.value.json()["error"]["code"] == "busy"
             return err.value.status_code
@@ -238,10 +260,20 @@ async def test_a_membership_change_that_adds_and_removes_at_once_is_refused(sett
         for name in ("bob", "carol", "mallory"):
             await register(c, ids[name])
         made = membership.create(ids["alice"], "conv-swap", "t", [m["alice"], m["bob"], m["carol"]])
-        assert (await c.post("/v1/conversations", json={"statement": made.signed}, headers=bearer(alice))
-                ).status_code == 201
-        swap = membership._sign(ids["alice"], cid=made.cid, ep=1, op="add", members=[m["alice"], m["carol"],
-                                m["mallory"]], title=made.title, admins=made.admins, prev=made.hash, ts=None)
+        assert (
+            await c.post("/v1/conversations", json={"statement": made.signed}, headers=bearer(alice))
+        ).status_code == 201
+        swap = membership._sign(
+            ids["alice"],
+            cid=made.cid,
+            ep=1,
+            op="add",
+            members=[m["alice"], m["carol"], m["mallory"]],
+            title=made.title,
+            admins=made.admins,
+            prev=made.hash,
+            ts=None,
+        )
         r = await c.post("/v1/conversations/conv-swap/log", json={"statement": swap.signed}, headers=bearer(alice))
         assert r.status_code == 400 and "an add must only add members" in r.json()["error"]["message"]
         convs = (await c.get("/v1/conversations", headers=bearer(alice))).json()["conversations"]

@@ -68,19 +68,25 @@ def test_256_mib_bodies_declared_or_chunked_leave_peak_memory_within_20_mib_of_i
         idle = kib(pid, "VmRSS")
         Path(f"/proc/{pid}/clear_refs").write_text("5")  # reset the peak (VmHWM) to the current RSS
         piece = b"x" * MiB
-        declared = (b"POST /v1/accounts HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\n"
-                    b"Content-Length: %d\r\n\r\n" % (256 * MiB))
+        declared = (
+            b"POST /v1/accounts HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n\r\n" % (256 * MiB)
+        )
         status, sent = post_raw(relay.port, declared, iter(lambda: piece, None), 256 * MiB)
         assert status == 413
-        chunked = (b"POST /v1/accounts HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\n"
-                   b"Transfer-Encoding: chunked\r\n\r\n")
+        chunked = (
+            b"POST /v1/accounts HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n"
+        )
         frame = b"%x\r\n" % len(piece) + piece + b"\r\n"
         status2, sent2 = post_raw(relay.port, chunked, iter(lambda: frame, None), 256 * MiB)
         assert status2 == 413
         peak = kib(pid, "VmHWM")
-        print(f"\nrelay RSS idle {idle / 1024:.1f} MiB, peak while refusing 2 x 256 MiB {peak / 1024:.1f} MiB "
-              f"(+{(peak - idle) / 1024:.1f} MiB); body bytes the client got to send: {sent / MiB:.0f} MiB "
-              f"declared, {sent2 / MiB:.0f} MiB chunked")
+        print(
+            f"\nrelay RSS idle {idle / 1024:.1f} MiB, peak while refusing 2 x 256 MiB {peak / 1024:.1f} MiB "
+            f"(+{(peak - idle) / 1024:.1f} MiB); body bytes the client got to send: {sent / MiB:.0f} MiB "
+            f"declared, {sent2 / MiB:.0f} MiB chunked"
+        )
         assert peak - idle < 20 * 1024
         assert httpx2.get(relay.url + "/healthz").status_code == 200  # still serving
     finally:
@@ -90,11 +96,13 @@ def test_256_mib_bodies_declared_or_chunked_leave_peak_memory_within_20_mib_of_i
 def test_x_forwarded_for_from_loopback_does_not_pick_the_rate_limit_key(tmp_path, identities):
     relay = start_relay(tmp_path / "xff", env={"E2EE_RATE_REGISTRATIONS_PER_MIN": "2"})  # a burst of one
     try:
-        r = httpx2.post(relay.url + "/v1/accounts", json=account(identities["bob"]),
-                        headers={"X-Forwarded-For": "198.51.100.1"})
+        r = httpx2.post(
+            relay.url + "/v1/accounts", json=account(identities["bob"]), headers={"X-Forwarded-For": "198.51.100.1"}
+        )
         assert r.status_code == 201
-        r = httpx2.post(relay.url + "/v1/accounts", json=account(identities["carol"]),
-                        headers={"X-Forwarded-For": "198.51.100.2"})
+        r = httpx2.post(
+            relay.url + "/v1/accounts", json=account(identities["carol"]), headers={"X-Forwarded-For": "198.51.100.2"}
+        )
         assert r.status_code == 429  # the peer is 127.0.0.1 whatever the header says
     finally:
         relay.stop()

@@ -47,8 +47,12 @@ async def test_a_creation_is_checked_and_makes_the_member_table(relay):
     assert code(await post(c, logins["bob"], st)) == (403, "forbidden", "actor")  # posted by its actor only
     lonely = membership.create(ids["alice"], "conv-l", "me", m(ids, "alice"))
     assert code(await post(c, logins["alice"], lonely)) == (400, "invalid_request", "members")
-    ghost = membership.create(ids["alice"], "conv-g", "t", [*m(ids, "alice"), membership.Member(
-        "bob", ids["mallory"].wrap_kid, ids["mallory"].sign_kid)])  # bob bound to keys he never published
+    ghost = membership.create(
+        ids["alice"],
+        "conv-g",
+        "t",
+        [*m(ids, "alice"), membership.Member("bob", ids["mallory"].wrap_kid, ids["mallory"].sign_kid)],
+    )  # bob bound to keys he never published
     assert code(await post(c, logins["alice"], ghost)) == (400, "invalid_request", "members")
     r = await post(c, logins["alice"], st)
     assert r.status_code == 201
@@ -67,16 +71,31 @@ async def test_each_refused_statement_stops_with_its_code_and_nothing_changes(re
     as_bob = Identity("bob", ids["mallory"].wrap_private, ids["mallory"].sign_private)
     add_mallory = membership.change(st0, ids["alice"], "add", add=m(ids, "mallory"))
     cases = [
-        (logins["mallory"], membership.change(st0, ids["mallory"], "add", add=m(ids, "mallory")),
-         (400, "actor_not_member", "actor")),
-        (logins["bob"], membership.change(st0, as_bob, "remove", remove=["alice"]),
-         (400, "actor_key_mismatch", "akid")),
-        (logins["bob"], membership.change(st0, ids["bob"], "add", add=m(ids, "carol")),
-         (400, "policy_violation", "op")),  # admins: alice only
-        (logins["carol"], membership.change(other, ids["carol"], "title", title="x"),
-         (400, "conversation_mismatch", "cid")),  # another conversation's statement on this route
-        (logins["alice"], membership.change(add_mallory, ids["alice"], "title", title="skip"),
-         (400, "epoch_skipped", "ep")),
+        (
+            logins["mallory"],
+            membership.change(st0, ids["mallory"], "add", add=m(ids, "mallory")),
+            (400, "actor_not_member", "actor"),
+        ),
+        (
+            logins["bob"],
+            membership.change(st0, as_bob, "remove", remove=["alice"]),
+            (400, "actor_key_mismatch", "akid"),
+        ),
+        (
+            logins["bob"],
+            membership.change(st0, ids["bob"], "add", add=m(ids, "carol")),
+            (400, "policy_violation", "op"),
+        ),  # admins: alice only
+        (
+            logins["carol"],
+            membership.change(other, ids["carol"], "title", title="x"),
+            (400, "conversation_mismatch", "cid"),
+        ),  # another conversation's statement on this route
+        (
+            logins["alice"],
+            membership.change(add_mallory, ids["alice"], "title", title="skip"),
+            (400, "epoch_skipped", "ep"),
+        ),
     ]
     for login, st, want in cases:
         assert code(await post(c, login, st, "conv-b")) == want, st.op
@@ -114,8 +133,12 @@ async def test_the_log_is_served_to_members_and_to_a_former_member_up_to_their_r
         return await c.get(f"/v1/conversations/conv-e/log{after}", headers=bearer(logins[who]))
 
     assert (await log("bob")).json()["statements"] == [st0.signed, st1.signed, st2.signed]
-    assert (await log("bob", "?after=1")).json() == {"id": "conv-e", "statements": [st2.signed], "epoch": 2,
-                                                     "head": st2.hash}
+    assert (await log("bob", "?after=1")).json() == {
+        "id": "conv-e",
+        "statements": [st2.signed],
+        "epoch": 2,
+        "head": st2.hash,
+    }
     carol = (await log("carol")).json()  # she sees who removed her, nothing after
     assert (carol["statements"], carol["epoch"]) == ([st0.signed, st1.signed], 1)
     assert code(await log("mallory")) == (403, "forbidden", "conversation")
@@ -132,8 +155,9 @@ async def test_sends_are_checked_against_the_head_epoch_and_its_member_order(rel
     url, headers = "/v1/conversations/conv-f/messages", {**bearer(logins["alice"]), "Content-Type": "application/json"}
 
     def sealed(to, ep, head, ctr=1):
-        return envelope.seal("hi", ids["alice"], "conv-f", [ids[n].public for n in to], counter=ctr, epoch=ep,
-                             head=head)
+        return envelope.seal(
+            "hi", ids["alice"], "conv-f", [ids[n].public for n in to], counter=ctr, epoch=ep, head=head
+        )
 
     r = await c.post(url, content=sealed(["alice", "bob"], 0, st0.hash), headers=headers)
     assert code(r) == (400, "epoch_stale", "ep") and r.json()["error"]["detail"] == {"epoch": 1, "head": st1.hash}
@@ -148,17 +172,26 @@ async def test_a_conversation_from_before_the_log_is_read_only(relay):
     db = sqlite3.connect(Path(s.data_dir) / "relay.db")
     with db:  # what the migration leaves of an older conversation: members, no log
         db.execute("INSERT INTO conversations (id, title, created_by, created_at_ms) VALUES ('old', 'old', 1, 0)")
-        db.execute("INSERT INTO members (conversation_id, user_id, joined_at_ms) "
-                   "SELECT 'old', id, 0 FROM users WHERE username IN ('alice', 'bob')")
+        db.execute(
+            "INSERT INTO members (conversation_id, user_id, joined_at_ms) "
+            "SELECT 'old', id, 0 FROM users WHERE username IN ('alice', 'bob')"
+        )
     db.close()
     listed = (await c.get("/v1/conversations", headers=bearer(logins["alice"]))).json()["conversations"]
     assert listed == [{"id": "old", "title": "old", "members": ["alice", "bob"], "epoch": None, "head": None}]
     assert code(await c.get("/v1/conversations/old/log", headers=bearer(logins["alice"]))) == (
-        400, "legacy_conversation", "conversation")
+        400,
+        "legacy_conversation",
+        "conversation",
+    )
     refound = membership.create(ids["alice"], "old", "old", m(ids, "alice", "bob"))
     assert code(await post(c, logins["alice"], refound)) == (409, "conflict", "cid")  # not re-founded
-    data = envelope.seal("hi", ids["alice"], "old", [ids[n].public for n in ("alice", "bob")], counter=1, epoch=0,
-                         head=refound.hash)
-    r = await c.post("/v1/conversations/old/messages", content=data,
-                     headers={**bearer(logins["alice"]), "Content-Type": "application/json"})
+    data = envelope.seal(
+        "hi", ids["alice"], "old", [ids[n].public for n in ("alice", "bob")], counter=1, epoch=0, head=refound.hash
+    )
+    r = await c.post(
+        "/v1/conversations/old/messages",
+        content=data,
+        headers={**bearer(logins["alice"]), "Content-Type": "application/json"},
+    )
     assert code(r) == (400, "legacy_conversation", "conversation")

@@ -69,8 +69,9 @@ async def test_an_unauthenticated_redis_note_delivers_nothing(tmp_path, identiti
                 logins[name] = (await c.post("/v1/token", json={"username": name, "password": PASSWORD})).json()
             private = await new_conversation(c, logins["alice"], identities["alice"], [identities["bob"]], "a-b")
             secret_seq = await send(c, logins["alice"], identities, private, ["alice", "bob"], "for bob only")
-            with_mallory = await new_conversation(c, logins["alice"], identities["alice"], [identities["mallory"]],
-                                                  "a-m")
+            with_mallory = await new_conversation(
+                c, logins["alice"], identities["alice"], [identities["mallory"]], "a-m"
+            )
             later_seq = await send(c, logins["alice"], identities, with_mallory, ["alice", "mallory"], "for mallory")
             ws = await open_ws(relay, logins["mallory"]["token"])  # connects after both were stored
             await recv_type(ws, "ready")
@@ -78,8 +79,9 @@ async def test_an_unauthenticated_redis_note_delivers_nothing(tmp_path, identiti
                 await asyncio.sleep(0.05)
             mallory = user_id(relay, "mallory")
             key = note_key(relay_secret(relay.data_dir))
-            forged = json.dumps({"k": "msg", "r": "x", "t": int(time.time() * 1000), "seq": secret_seq,
-                                 "u": [mallory]}).encode()
+            forged = json.dumps(
+                {"k": "msg", "r": "x", "t": int(time.time() * 1000), "seq": secret_seq, "u": [mallory]}
+            ).encode()
             async with aioredis.Redis(host=REDIS[0], port=REDIS[1]) as pub:
                 chan = f"{channel}:fanout"
                 await pub.publish(chan, forged)  # no tag: dropped
@@ -87,10 +89,12 @@ async def test_an_unauthenticated_redis_note_delivers_nothing(tmp_path, identiti
                 stale = Note("msg", "x", t=int(time.time() * 1000) - 600_000, seq=later_seq, u=[mallory])
                 await pub.publish(chan, seal_note(key, stale))  # tagged but ten minutes old: dropped
                 # a correctly tagged note naming mallory for bob's message: the deliveries table says no
-                await pub.publish(chan, seal_note(key, Note("msg", "x", t=int(time.time() * 1000), seq=secret_seq,
-                                                            u=[mallory])))
-                await pub.publish(chan, seal_note(key, Note("msg", "x", t=int(time.time() * 1000), seq=later_seq,
-                                                            u=[mallory])))
+                await pub.publish(
+                    chan, seal_note(key, Note("msg", "x", t=int(time.time() * 1000), seq=secret_seq, u=[mallory]))
+                )
+                await pub.publish(
+                    chan, seal_note(key, Note("msg", "x", t=int(time.time() * 1000), seq=later_seq, u=[mallory]))
+                )
             first = await recv_type(ws, "msg")  # notes are handled in order: the last one is the first delivery
             assert first["seq"] == later_seq and first["conversation"] == with_mallory[0]
             await ws.close()
@@ -101,26 +105,35 @@ async def test_an_unauthenticated_redis_note_delivers_nothing(tmp_path, identiti
         relay.stop()
 
 
-async def send(c: httpx2.AsyncClient, login: dict, identities, conversation: tuple[str, str], members: list[str],
-               text: str) -> int:
+async def send(
+    c: httpx2.AsyncClient, login: dict, identities, conversation: tuple[str, str], members: list[str], text: str
+) -> int:
     """Seal ``text`` from alice to ``members`` of ``conversation`` (id, head hash at epoch 0) and
     store it with a REST send; its seq."""
     from shared import envelope
 
     cid, head = conversation
-    env = envelope.seal(text, identities["alice"], cid, [identities[m].public for m in members], counter=1, epoch=0,
-                        head=head)
-    r = await c.post(f"/v1/conversations/{cid}/messages", content=env,
-                     headers={**bearer(login), "Content-Type": "application/jose+json"})
+    env = envelope.seal(
+        text, identities["alice"], cid, [identities[m].public for m in members], counter=1, epoch=0, head=head
+    )
+    r = await c.post(
+        f"/v1/conversations/{cid}/messages",
+        content=env,
+        headers={**bearer(login), "Content-Type": "application/jose+json"},
+    )
     assert r.status_code == 201, r.text
     return r.json()["seq"]
 
 
 def run_relay(data_dir: Path, *args: str) -> subprocess.CompletedProcess:
     """``python -m server serve`` that is expected to refuse to start (returns when it exits)."""
-    return subprocess.run([sys.executable, "-m", "server", "serve", "--data-dir", str(data_dir),
-                           "--port", str(free_port()), *args], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, **FAST_RELAY_ENV})
+    return subprocess.run(
+        [sys.executable, "-m", "server", "serve", "--data-dir", str(data_dir), "--port", str(free_port()), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **FAST_RELAY_ENV},
+    )
 
 
 @pytest.mark.process  # the data folder's lock is held by a process
@@ -131,10 +144,16 @@ def test_a_second_relay_on_a_locked_data_folder_exits_with_one_line(tmp_path):
         assert second.returncode == 1
         assert second.stdout == ""
         lines = second.stderr.splitlines()
-        assert lines == [f"e2ee-relay: data folder {tmp_path / 'data'} is in use by another relay "
-                         f"(pid {first.proc.pid}); stop it, or give this one another --data-dir"]
-        migrate = subprocess.run([sys.executable, "-m", "server", "migrate", "--data-dir", str(tmp_path / "data")],
-                                 capture_output=True, text=True, timeout=60)
+        assert lines == [
+            f"e2ee-relay: data folder {tmp_path / 'data'} is in use by another relay "
+            f"(pid {first.proc.pid}); stop it, or give this one another --data-dir"
+        ]
+        migrate = subprocess.run(
+            [sys.executable, "-m", "server", "migrate", "--data-dir", str(tmp_path / "data")],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert migrate.returncode == 1 and f"(pid {first.proc.pid})" in migrate.stderr
         assert httpx2.get(first.url + "/healthz").status_code == 200  # the first one serves on
     finally:
@@ -159,11 +178,16 @@ def test_a_relay_on_an_old_or_newer_schema_refuses_to_start_with_one_line(tmp_pa
     newer = run_relay(new, *flag)
     assert newer.returncode == 1 and "Traceback" not in newer.stderr
     (line,) = newer.stderr.splitlines()
-    assert line.startswith("e2ee-relay: this relay is older than its database (the database is at revision "
-                           "9999_from_the_future")
+    assert line.startswith(
+        "e2ee-relay: this relay is older than its database (the database is at revision 9999_from_the_future"
+    )
     if migrate_on_start:  # (an older schema is upgraded: every other test starts that way)
-        migrate = subprocess.run([sys.executable, "-m", "server", "migrate", "--data-dir", str(new)],
-                                 capture_output=True, text=True, timeout=60)
+        migrate = subprocess.run(
+            [sys.executable, "-m", "server", "migrate", "--data-dir", str(new)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert migrate.returncode == 1 and len(migrate.stderr.splitlines()) == 1
         assert "this relay is older than its database" in migrate.stderr
         return
@@ -189,8 +213,15 @@ async def test_a_2_s_external_sqlite_write_lock_leaves_pings_answered_within_100
         cid, head = await new_conversation(c, login, identities["alice"], [identities["bob"]])
     ws = await open_ws(relay, login["token"])
     await recv_type(ws, "ready")
-    env = envelope.seal("while locked", identities["alice"], cid,
-                        [identities["alice"].public, identities["bob"].public], counter=1, epoch=0, head=head)
+    env = envelope.seal(
+        "while locked",
+        identities["alice"],
+        cid,
+        [identities["alice"].public, identities["bob"].public],
+        counter=1,
+        epoch=0,
+        head=head,
+    )
     holder = sqlite3.connect(relay.data_dir / "relay.db", isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")  # another process's write transaction: SQLite's write lock
     try:
@@ -217,8 +248,10 @@ async def test_a_2_s_external_sqlite_write_lock_leaves_pings_answered_within_100
     assert stored["seq"] == 1
     await ws.close()
     metrics = httpx2.get(relay.url + "/v1/metrics", headers=relay.operator_headers).json()
-    print(f"\n{len(rtts)} pings during a 2 s external write lock: max {max(rtts):.1f} ms, "
-          f"median {sorted(rtts)[len(rtts) // 2]:.1f} ms; writer batches that waited off the loop: "
-          f"{metrics['writer_busy_waits']}")
+    print(
+        f"\n{len(rtts)} pings during a 2 s external write lock: max {max(rtts):.1f} ms, "
+        f"median {sorted(rtts)[len(rtts) // 2]:.1f} ms; writer batches that waited off the loop: "
+        f"{metrics['writer_busy_waits']}"
+    )
     assert len(rtts) > 20 and max(rtts) < 100
     assert metrics["writer_busy_waits"] == 1

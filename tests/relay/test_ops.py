@@ -21,8 +21,9 @@ from tests.helpers.ws import open_ws, recv_type
 
 async def test_tls_with_the_dev_certificate(tmp_path):
     cert, key = write_dev_cert(tmp_path / "tls")
-    relay = start_relay(tmp_path / "tls-relay", "--ssl-certfile", str(cert), "--ssl-keyfile", str(key),
-                        "--level", "2", "--demo-level")
+    relay = start_relay(
+        tmp_path / "tls-relay", "--ssl-certfile", str(cert), "--ssl-keyfile", str(key), "--level", "2", "--demo-level"
+    )
     relay_url = relay.url
     assert relay_url.startswith("https://")
     try:
@@ -32,8 +33,11 @@ async def test_tls_with_the_dev_certificate(tmp_path):
             a, b = make_identities(["alice", "bob"])
             tokens = [await _register(http, a), await _register(http, b)]
             created = membership.create(a, "conv-tls", "tls", [membership.member_of(i.public) for i in (a, b)])
-            r = await http.post("/v1/conversations", json={"statement": created.signed},
-                                headers={"Authorization": f"Bearer {tokens[0]}"})
+            r = await http.post(
+                "/v1/conversations",
+                json={"statement": created.signed},
+                headers={"Authorization": f"Bearer {tokens[0]}"},
+            )
             conv = r.json()["id"]
         la = LevelClient(relay_url, "alice", 2, token=tokens[0], ssl=ctx)
         lb = LevelClient(relay_url, "bob", 2, token=tokens[1], ssl=ctx)

@@ -111,11 +111,15 @@ async def test_password_change_ends_every_other_session(settings_for, identities
     async with running(settings_for()) as app, http(app) as c:
         here = await register(c, identities["alice"])
         other = (await c.post("/v1/token", json={"username": "alice", "password": PASSWORD})).json()
-        r = await c.post("/v1/account/password", json={"password": "wrong", "new_password": "n" * 12},
-                         headers=auth(here["token"]))
+        r = await c.post(
+            "/v1/account/password", json={"password": "wrong", "new_password": "n" * 12}, headers=auth(here["token"])
+        )
         assert r.status_code == 401
-        r = await c.post("/v1/account/password", json={"password": PASSWORD, "new_password": "new pass 1234"},
-                         headers=auth(here["token"]))
+        r = await c.post(
+            "/v1/account/password",
+            json={"password": PASSWORD, "new_password": "new pass 1234"},
+            headers=auth(here["token"]),
+        )
         assert r.status_code == 200 and r.json() == {"ended": 1}
         assert ended(await c.get("/v1/conversations", headers=auth(other["token"])), "password_changed")
         assert ended(await refresh(c, other["refresh"]), "password_changed")
@@ -130,11 +134,21 @@ async def test_sessions_are_listed_and_one_can_be_ended_by_its_owner_only(settin
         assert (await c.post("/v1/accounts", json=account(identities["alice"]))).status_code == 201
         logins = []
         for agent in ("laptop", "phone", "tablet"):
-            logins.append((await c.post("/v1/token", json={"username": "alice", "password": PASSWORD},
-                                        headers={"user-agent": f"e2ee-chat ({agent})\x1b[31m"})).json())
+            logins.append(
+                (
+                    await c.post(
+                        "/v1/token",
+                        json={"username": "alice", "password": PASSWORD},
+                        headers={"user-agent": f"e2ee-chat ({agent})\x1b[31m"},
+                    )
+                ).json()
+            )
         listed = (await c.get("/v1/sessions", headers=auth(logins[1]["token"]))).json()["sessions"]
-        assert [s["user_agent"] for s in listed] == ["e2ee-chat (tablet)[31m", "e2ee-chat (phone)[31m",
-                                                     "e2ee-chat (laptop)[31m"]  # control characters dropped
+        assert [s["user_agent"] for s in listed] == [
+            "e2ee-chat (tablet)[31m",
+            "e2ee-chat (phone)[31m",
+            "e2ee-chat (laptop)[31m",
+        ]  # control characters dropped
         assert [s["current"] for s in listed] == [False, True, False]
         bob = await register(c, identities["bob"])
         r = await c.post(f"/v1/sessions/{logins[0]['session']}/revoke", headers=auth(bob["token"]))

@@ -64,9 +64,11 @@ async def test_a_websocket_outlives_two_token_lifetimes_and_skewed_clocks_cost_n
             states = [e.state for e in seen[c.username] if isinstance(e, ConnectionState)]
             assert states == ["connecting", "online"]  # never dropped, never reconnected
         m = metrics(relay)
-        print(f"\nsockets open {lived:.1f} s with {TTL_S} s tokens: renewals in-band "
-              f"{[c.session.ws_renewals for c in clients]}, refreshes {m['sessions']['refreshes']}, "
-              f"logins {m['sessions']['logins']} (the two at registration), connections {m['connections']}")
+        print(
+            f"\nsockets open {lived:.1f} s with {TTL_S} s tokens: renewals in-band "
+            f"{[c.session.ws_renewals for c in clients]}, refreshes {m['sessions']['refreshes']}, "
+            f"logins {m['sessions']['logins']} (the two at registration), connections {m['connections']}"
+        )
         assert lived > 2 * TTL_S and min(c.session.ws_renewals for c in clients) >= 3
         assert m["sessions"]["logins"] == 2
         assert m["connections"] == 2
@@ -84,8 +86,11 @@ async def test_logout_and_password_change_close_other_sessions_websockets_at_onc
         other = (await http.post("/v1/token", json={"username": "alice", "password": PASSWORD})).json()
         ws = await open_ws(relay, other["token"])
         await recv_type(ws, "ready")
-        r = await http.post("/v1/account/password", json={"password": PASSWORD, "new_password": "new pass 1234"},
-                            headers={"Authorization": f"Bearer {alice.token}"})
+        r = await http.post(
+            "/v1/account/password",
+            json={"password": PASSWORD, "new_password": "new pass 1234"},
+            headers={"Authorization": f"Bearer {alice.token}"},
+        )
         assert r.json() == {"ended": 1}
         with pytest.raises(ConnectionClosed):
             while True:

@@ -52,12 +52,15 @@ def test_bad_usernames_are_refused(raw):
         canonical_username(raw)
 
 
-@pytest.mark.parametrize("line", [
-    "< authorization: Bearer {t}",
-    "Authorization: {t}",
-    '127.0.0.1:5 - "WebSocket /v1/ws?token={t}" 403',
-    "got {t} from somewhere",
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "< authorization: Bearer {t}",
+        "Authorization: {t}",
+        '127.0.0.1:5 - "WebSocket /v1/ws?token={t}" 403',
+        "got {t} from somewhere",
+    ],
+)
 def test_log_redaction_removes_every_form_of_a_token(line):
     from server.logs import redact
 

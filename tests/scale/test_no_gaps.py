@@ -31,9 +31,13 @@ async def sync_once(ws, after: int) -> tuple[list[int], int]:
 async def waiting(db: asyncpg.Connection, lock: str) -> bool:
     """Whether a backend of this database waits for a ``lock`` (``transactionid``: a row another
     transaction holds; ``advisory``: the commit-order lock)."""
-    return bool(await db.fetchval(
-        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' "
-        "AND wait_event = $1", lock))
+    return bool(
+        await db.fetchval(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' "
+            "AND wait_event = $1",
+            lock,
+        )
+    )
 
 
 @pytest.mark.process  # two relay processes on PostgreSQL and Redis

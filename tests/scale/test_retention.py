@@ -81,11 +81,11 @@ async def test_deletion_rate_under_load(writer, tmp_path):
     sweep_s = retention.last_sweep_s
     remaining = await count(sessions, Message)
     p = lambda xs, q: statistics.quantiles(xs, n=100)[q - 1]  # noqa: E731
-    print(f"\n{w.__class__.__name__} on {sessions.kw['bind'].dialect.name}: deleted {deleted} of {backlog} "
-          f"in {sweep_s:.2f} s ({deleted / sweep_s:,.0f} envelopes/s, batches of 500) while storing "
-          f"{messages_per_s()}/s; send latency p50/p99 {p(quiet, 50):.1f}/{p(quiet, 99):.1f} ms quiet, "
-          f"{p(during, 50):.1f}/{p(during, 99):.1f} ms during the sweep")
+    print(
+        f"\n{w.__class__.__name__} on {sessions.kw['bind'].dialect.name}: deleted {deleted} of {backlog} "
+        f"in {sweep_s:.2f} s ({deleted / sweep_s:,.0f} envelopes/s, batches of 500) while storing "
+        f"{messages_per_s()}/s; send latency p50/p99 {p(quiet, 50):.1f}/{p(quiet, 99):.1f} ms quiet, "
+        f"{p(during, 50):.1f}/{p(during, 99):.1f} ms during the sweep"
+    )
     assert deleted == backlog
     assert remaining == len(quiet) + len(during)  # every send stored, none deleted (bob and carol never read them)
-
-

@@ -77,21 +77,39 @@ async def fill_at_0006(url: str) -> tuple[list, list]:
     engine = db.create_engine(url)
     try:
         async with engine.begin() as c:
-            await c.execute(text("INSERT INTO users (id, username, password_hash, created_at_ms) VALUES "
-                                 "(1, 'alice', 'x', 0), (2, 'bob', 'x', 0), (3, 'carol', 'x', 0)"))
-            await c.execute(text("INSERT INTO conversations (id, title, created_by, created_at_ms) "
-                                 "VALUES ('conv1', 't', 1, 0)"))
+            await c.execute(
+                text(
+                    "INSERT INTO users (id, username, password_hash, created_at_ms) VALUES "
+                    "(1, 'alice', 'x', 0), (2, 'bob', 'x', 0), (3, 'carol', 'x', 0)"
+                )
+            )
+            await c.execute(
+                text("INSERT INTO conversations (id, title, created_by, created_at_ms) VALUES ('conv1', 't', 1, 0)")
+            )
             for i in range(1, 6):
-                seq = (await c.execute(text(
-                    "INSERT INTO messages (conversation_id, sender_id, mid, envelope, size, created_at_ms) "
-                    "VALUES ('conv1', 1, :mid, :env, 3, 0) RETURNING seq"), {"mid": f"m{i}", "env": b"abc"})).scalar()
-                await c.execute(text("INSERT INTO deliveries (user_id, seq, acked_at_ms) VALUES "
-                                     "(1, :s, 0), (2, :s, :bob), (3, :s, NULL)"),
-                                {"s": seq, "bob": 7 if i <= 2 else None})
-            await c.execute(text(
-                "INSERT INTO user_keys (user_id, wrap_kid, wrap_key, sign_kid, sign_key, current, created_at_ms, "
-                "rotation_sig, rotation_v, published_seq) VALUES (1, 'w', :k, 's', :k, true, 0, :k, 2, 5)"),
-                {"k": b"k"})
+                seq = (
+                    await c.execute(
+                        text(
+                            "INSERT INTO messages (conversation_id, sender_id, mid, envelope, size, created_at_ms) "
+                            "VALUES ('conv1', 1, :mid, :env, 3, 0) RETURNING seq"
+                        ),
+                        {"mid": f"m{i}", "env": b"abc"},
+                    )
+                ).scalar()
+                await c.execute(
+                    text(
+                        "INSERT INTO deliveries (user_id, seq, acked_at_ms) VALUES "
+                        "(1, :s, 0), (2, :s, :bob), (3, :s, NULL)"
+                    ),
+                    {"s": seq, "bob": 7 if i <= 2 else None},
+                )
+            await c.execute(
+                text(
+                    "INSERT INTO user_keys (user_id, wrap_kid, wrap_key, sign_kid, sign_key, current, created_at_ms, "
+                    "rotation_sig, rotation_v, published_seq) VALUES (1, 'w', :k, 's', :k, true, 0, :k, 2, 5)"
+                ),
+                {"k": b"k"},
+            )
             await c.execute(text("DELETE FROM deliveries WHERE seq IN (3, 5)"))
             await c.execute(text("DELETE FROM messages WHERE seq IN (3, 5)"))
         return await snapshot(engine)

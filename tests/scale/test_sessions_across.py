@@ -64,8 +64,10 @@ async def test_a_session_ended_on_one_relay_is_refused_on_the_other(tmp_path, pg
             while (await http.get(b.url + "/v1/conversations", headers=auth(there))).status_code == 200:
                 await asyncio.sleep(0.05)
             cache_s = time.monotonic() - t0
-        print(f"\nsession ended on A: refused on B after {note_s * 1000:.0f} ms with the broker, "
-              f"{cache_s:.2f} s without it (session_cache_s {CACHE_S})")
+        print(
+            f"\nsession ended on A: refused on B after {note_s * 1000:.0f} ms with the broker, "
+            f"{cache_s:.2f} s without it (session_cache_s {CACHE_S})"
+        )
         assert cache_s <= CACHE_S + 1
     finally:
         a.stop()

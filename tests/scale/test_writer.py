@@ -36,8 +36,12 @@ async def test_one_batch_stores_in_order_and_repeats_get_the_first_seq(writer):
 
 async def test_a_bad_write_fails_alone_and_the_rest_of_its_batch_commits(writer):
     w, sessions = writer
-    results = await asyncio.gather(w.run(new("ok1")), w.run(new("bad", conversation="no-such-conversation")),
-                                   w.run(new("ok2")), return_exceptions=True)
+    results = await asyncio.gather(
+        w.run(new("ok1")),
+        w.run(new("bad", conversation="no-such-conversation")),
+        w.run(new("ok2")),
+        return_exceptions=True,
+    )
     assert not isinstance(results[0], BaseException) and not isinstance(results[2], BaseException)
     assert isinstance(results[1], Exception) and not isinstance(results[1], E2EEError)  # an integrity error
     assert results[0].seq < results[2].seq

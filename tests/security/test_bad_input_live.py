@@ -99,9 +99,11 @@ async def test_bad_frames_and_envelopes_get_typed_errors_and_nothing_stored_is_l
     assert [e.text for e in rec.of(MessageReceived)] == [f"original {i}" for i in range(5)] + ["after the storm"]
     assert rec.of(MessageReceived)[-1].seq == sent.seq
     assert len(rec.of(MessageUnreadable)) == len(new)
-    print(f"\nbad input: {bad_frames} undecodable frames, {sends} mutated envelopes -> "
-          f"{sum(a['type'] == 'error' for a in answers)} typed errors ({len(codes)} codes), "
-          f"{len(new)} stored by the blind relay and shown to bob as could-not-verify")
+    print(
+        f"\nbad input: {bad_frames} undecodable frames, {sends} mutated envelopes -> "
+        f"{sum(a['type'] == 'error' for a in answers)} typed errors ({len(codes)} codes), "
+        f"{len(new)} stored by the blind relay and shown to bob as could-not-verify"
+    )
 
 
 def _is_json(data: bytes) -> bool:
@@ -112,4 +114,3 @@ def _is_json(data: bytes) -> bool:
     except msgspec.DecodeError:
         return False
     return True
-

@@ -29,8 +29,10 @@ LOG_FILES = ("relay.log", "relay.stdout")
 
 def canaries() -> dict[str, list[str]]:
     """Two fresh canaries per user: one ASCII, one with non-ASCII text (so JSON escaping counts)."""
-    return {u: [f"canary-{u}-plain-{secrets.token_hex(12)}",
-                f"Kanarienvogel {u} 🐤 ünïcødé 你好 {secrets.token_hex(12)}"] for u in USERS}
+    return {
+        u: [f"canary-{u}-plain-{secrets.token_hex(12)}", f"Kanarienvogel {u} 🐤 ünïcødé 你好 {secrets.token_hex(12)}"]
+        for u in USERS
+    }
 
 
 async def chat_l4(world, url: str, texts: dict[str, list[str]]) -> None:
@@ -94,14 +96,22 @@ async def run(world, level: int) -> tuple[list[str], dict[str, bytes], dict[str,
 @pytest.mark.process  # the relay process's memory and output are searched
 async def test_level4_relay_holds_no_plaintext_anywhere(world):
     texts, blobs, received, sent = await run(world, 4)
-    assert {"relay.db (live)", "relay.db-wal (live)", "relay.db (stopped)", "relay.log", "relay.stdout",
-            "relay memory"} <= set(blobs)
+    assert {
+        "relay.db (live)",
+        "relay.db-wal (live)",
+        "relay.db (stopped)",
+        "relay.log",
+        "relay.stdout",
+        "relay memory",
+    } <= set(blobs)
     assert received["send"] == len(texts)  # every message went through the wiretap ...
     assert sent["msg"] == len(texts) * (len(USERS) - 1)  # ... and every delivery
     hits = search(blobs, texts)
-    print(f"\nL4 blindness: {len(texts)} canaries x {sum(len(v) for v in forms(texts[1]).values())} forms "
-          f"in {len(blobs)} places ({sum(map(len, blobs.values())) // 1024} KiB; frames received "
-          f"{sum(received.values())}, sent {sum(sent.values())}): {len(hits)} hits")
+    print(
+        f"\nL4 blindness: {len(texts)} canaries x {sum(len(v) for v in forms(texts[1]).values())} forms "
+        f"in {len(blobs)} places ({sum(map(len, blobs.values())) // 1024} KiB; frames received "
+        f"{sum(received.values())}, sent {sum(sent.values())}): {len(hits)} hits"
+    )
     assert hits == []
 
 
@@ -129,7 +139,8 @@ def test_search_finds_every_form_at_every_alignment():
             "utf-8": prefix + raw,
         }
         for form, blob in encoded.items():
-            assert (("blob", form, text) in search({"blob": b"...." + blob + b"...."}, [text])), (form, prefix)
-    assert search({"blob": b'{"text":"' + text.encode("ascii", "backslashreplace").replace(b"\\x", b"\\u00")
-                   + b'"}'}, [text]) == [("blob", "json-escaped", text)]
+            assert ("blob", form, text) in search({"blob": b"...." + blob + b"...."}, [text]), (form, prefix)
+    assert search(
+        {"blob": b'{"text":"' + text.encode("ascii", "backslashreplace").replace(b"\\x", b"\\u00") + b'"}'}, [text]
+    ) == [("blob", "json-escaped", text)]
     assert search({"blob": secrets.token_bytes(4096)}, [text]) == []

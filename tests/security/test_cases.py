@@ -35,8 +35,12 @@ from tests.helpers.relays import db_count, relay_log
 from tests.helpers.ws import open_ws, recv_type, send_frame
 from tests.vectors import vectorlib
 
-NO_LIMITS = {"E2EE_RATE_SENDS_PER_S": "0", "E2EE_RATE_REGISTRATIONS_PER_MIN": "0", "E2EE_RATE_LOGINS_PER_MIN": "0",
-             "E2EE_RATE_KEY_FETCHES_PER_MIN": "0"}
+NO_LIMITS = {
+    "E2EE_RATE_SENDS_PER_S": "0",
+    "E2EE_RATE_REGISTRATIONS_PER_MIN": "0",
+    "E2EE_RATE_LOGINS_PER_MIN": "0",
+    "E2EE_RATE_KEY_FETCHES_PER_MIN": "0",
+}
 
 
 def b64(d: dict) -> str:
@@ -45,8 +49,16 @@ def b64(d: dict) -> str:
 
 def claims(**changes) -> dict:
     now = int(time.time())
-    body = {"sub": "alice", "iss": "e2ee-chat-relay", "aud": "e2ee-chat", "iat": now, "nbf": now, "exp": now + 300,
-            "jti": "k-case", "sid": "no-such-session"}
+    body = {
+        "sub": "alice",
+        "iss": "e2ee-chat-relay",
+        "aud": "e2ee-chat",
+        "iat": now,
+        "nbf": now,
+        "exp": now + 300,
+        "jti": "k-case",
+        "sid": "no-such-session",
+    }
     body.update(changes)
     return {k: v for k, v in body.items() if v is not None}
 
@@ -244,6 +256,7 @@ async def test_k14_crypto_and_disk_work_stay_off_the_clients_event_loop(world, m
         def wrapped(*a, **kw):
             where[name].add(threading.get_ident() == loop_thread)
             return fn(*a, **kw)
+
         return wrapped
 
     monkeypatch.setattr(Identity, "generate", classmethod(spy("generate", Identity.generate.__func__)))
@@ -282,5 +295,7 @@ async def test_k14_crypto_and_disk_work_stay_off_the_clients_event_loop(world, m
     assert world.rec(bob).texts == [f"burst {i}" for i in range(500)]
     assert sent.seq == 501 and len(bob.members[big]) == 100
     assert where == {"generate": {False}, "seal": {False}, "open": {False}}  # never on the loop's thread
-    print("\nK14, the client event loop's longest pause: " + ", ".join(
-        f"{k}: {v * 1000:.0f} ms" for k, v in pauses.items() if k != "setup"))
+    print(
+        "\nK14, the client event loop's longest pause: "
+        + ", ".join(f"{k}: {v * 1000:.0f} ms" for k, v in pauses.items() if k != "setup")
+    )

@@ -42,8 +42,14 @@ BATCH = 20  # inputs made per hypothesis example by the mutators
 
 
 def fuzz_settings(examples: int) -> settings:
-    return settings(max_examples=examples, deadline=None, derandomize=True, database=None, print_blob=False,
-                    suppress_health_check=list(HealthCheck))
+    return settings(
+        max_examples=examples,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        print_blob=False,
+        suppress_health_check=list(HealthCheck),
+    )
 
 
 IDS = vectorlib.identities()
@@ -55,9 +61,11 @@ SESSION = l3.Session._from_key(b64u_decode(L3V["session_key"]))
 L3_MSG = L3V["messages"][0]
 ENVELOPES = mutators.EnvelopeMutator(json.loads(BASE), IDS["alice"], IDS["mallory"], [IDS["alice"], IDS["bob"]])
 FRAMES = mutators.frame_corpus(BASE)
-JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=16),
-                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
-                    max_leaves=8)
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=16),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=8,
+)
 
 
 @contextmanager
@@ -108,16 +116,31 @@ def open_envelope(data: bytes) -> str:
 
 
 def test_envelope_parse_and_open_raise_only_project_errors():
-    outcomes = fuzz(open_envelope, ENVELOPES, st.one_of(
-        st.binary(max_size=2048),
-        st.dictionaries(st.sampled_from(["protected", "recipients", "iv", "ciphertext", "tag", "sig", "x"]), JSON,
-                        max_size=7).map(lambda d: json.dumps(d).encode())))
+    outcomes = fuzz(
+        open_envelope,
+        ENVELOPES,
+        st.one_of(
+            st.binary(max_size=2048),
+            st.dictionaries(
+                st.sampled_from(["protected", "recipients", "iv", "ciphertext", "tag", "sig", "x"]), JSON, max_size=7
+            ).map(lambda d: json.dumps(d).encode()),
+        ),
+    )
     print(f"\nenvelope fuzz: {sum(outcomes.values())} inputs: {dict(outcomes.most_common())}")
     assert sum(outcomes.values()) >= EXAMPLES
     # the mutations reach every step of the documented order, through RSA-OAEP and AES-GCM
-    assert {"envelope_malformed", "base64_invalid", "signature_invalid", "unwrap_failed",
-            "decryption_failed", "conversation_mismatch", "sender_mismatch", "not_a_recipient",
-            "unknown_sender_key", "recipient_list_invalid"} <= set(outcomes)
+    assert {
+        "envelope_malformed",
+        "base64_invalid",
+        "signature_invalid",
+        "unwrap_failed",
+        "decryption_failed",
+        "conversation_mismatch",
+        "sender_mismatch",
+        "not_a_recipient",
+        "unknown_sender_key",
+        "recipient_list_invalid",
+    } <= set(outcomes)
 
 
 def decode_frame(data: bytes | str) -> str:
@@ -137,10 +160,19 @@ def decode_frame(data: bytes | str) -> str:
 
 
 def test_frame_decoders_raise_only_frame_invalid():
-    outcomes = fuzz(decode_frame, lambda rng: mutators.frame_input(rng, FRAMES), st.one_of(
-        st.binary(max_size=1024), st.text(max_size=512),
-        st.builds(lambda kind, fields: json.dumps({"type": kind, **fields}), st.sampled_from(mutators.FRAME_TYPES),
-                  st.dictionaries(st.sampled_from(mutators.FRAME_FIELDS), JSON, max_size=6))))
+    outcomes = fuzz(
+        decode_frame,
+        lambda rng: mutators.frame_input(rng, FRAMES),
+        st.one_of(
+            st.binary(max_size=1024),
+            st.text(max_size=512),
+            st.builds(
+                lambda kind, fields: json.dumps({"type": kind, **fields}),
+                st.sampled_from(mutators.FRAME_TYPES),
+                st.dictionaries(st.sampled_from(mutators.FRAME_FIELDS), JSON, max_size=6),
+            ),
+        ),
+    )
     print(f"\nframe fuzz: {sum(outcomes.values())} inputs: {dict(outcomes.most_common(12))}")
     assert sum(outcomes.values()) >= EXAMPLES
     assert outcomes["frame_invalid"] < sum(outcomes.values())  # some mutations still decode
@@ -156,8 +188,11 @@ def open_token(token) -> str:
 
 
 def test_l3_open_raises_only_project_errors():
-    outcomes = fuzz(open_token, lambda rng: mutators.token_input(rng, L3_MSG["token"], SESSION.id),
-                    st.one_of(st.binary(max_size=1024), st.text(max_size=1024)))
+    outcomes = fuzz(
+        open_token,
+        lambda rng: mutators.token_input(rng, L3_MSG["token"], SESSION.id),
+        st.one_of(st.binary(max_size=1024), st.text(max_size=1024)),
+    )
     print(f"\nL3 fuzz: {sum(outcomes.values())} inputs: {dict(outcomes.most_common())}")
     assert sum(outcomes.values()) >= EXAMPLES
     assert {"envelope_malformed", "base64_invalid", "decryption_failed", "session_mismatch"} <= set(outcomes)

@@ -77,10 +77,12 @@ async def test_k08_replayed_envelope_5_is_shown_once_even_after_the_client_resta
     # after m6 and after m7 the relay sent #5 again, under its own seq (5) and under the new one
     assert len(attacks(relay, "replay", to="bob")) == 2
     dropped = [r.getMessage() for r in caplog.records if "duplicate message" in r.getMessage()]
-    assert dropped == ["duplicate message seq=5 from alice dropped (mid already shown)",
-                       "duplicate message seq=6 from alice dropped (mid already shown)",
-                       "duplicate message seq=5 from alice dropped (mid already shown)",
-                       "duplicate message seq=7 from alice dropped (mid already shown)"]
+    assert dropped == [
+        "duplicate message seq=5 from alice dropped (mid already shown)",
+        "duplicate message seq=6 from alice dropped (mid already shown)",
+        "duplicate message seq=5 from alice dropped (mid already shown)",
+        "duplicate message seq=7 from alice dropped (mid already shown)",
+    ]
     assert world.rec(bob2).unreadable == []
     assert await history(bob2, conv) == [("received", f"m{i}", "") for i in range(1, 8)]
     assert db_count(relay) == 7
@@ -226,8 +228,12 @@ async def test_k04_cut_and_flipped_tags_then_a_valid_message(world):
     rec = world.rec(bob)
     assert rec.unreadable == [("alice", "tag_invalid"), ("alice", "tag_invalid"), ("alice", "signature_invalid")]
     assert rec.texts == ["valid"]
-    assert await history(bob, conv) == [("unreadable", None, "tag_invalid"), ("unreadable", None, "tag_invalid"),
-                                        ("unreadable", None, "signature_invalid"), ("received", "valid", "")]
+    assert await history(bob, conv) == [
+        ("unreadable", None, "tag_invalid"),
+        ("unreadable", None, "tag_invalid"),
+        ("unreadable", None, "signature_invalid"),
+        ("received", "valid", ""),
+    ]
     await assert_explained(bob, conv, "tag_invalid", "tag cut")
     await assert_explained(bob, conv, "signature_invalid", "tag bit flipped")
     assert len(attacks(relay, "tag", to="bob")) == 3
@@ -244,8 +250,10 @@ async def test_k06_substituted_key_on_first_fetch_is_unverified_and_differs_when
         await alice.create_conversation("pair", ["bob"])
     assert (err.value.code, err.value.field) == ("invalid_request", "members")
     pinned = alice.contacts["bob"]
-    assert (pinned.identity.wrap_kid, pinned.identity.sign_kid) == (mallory.identity.wrap_kid,
-                                                                    mallory.identity.sign_kid)
+    assert (pinned.identity.wrap_kid, pinned.identity.sign_kid) == (
+        mallory.identity.wrap_kid,
+        mallory.identity.sign_kid,
+    )
     assert pinned.verified is False  # trust on first use: unverified until the safety numbers are compared
     real = bob.identity.public
     # what each side reads out when they compare: the fingerprints and the safety number differ
@@ -276,8 +284,10 @@ async def test_k06_substituted_key_mid_conversation_warns_and_blocks_sending(wor
         await alice.send_text(conv, "after")
     assert err.value.users == ("bob",)
     (logged,) = alice.contacts["bob"].changes
-    assert [fingerprint(k) for k in (logged["old"][0], logged["new"][0])] == [fingerprint(real[0]),
-                                                                              fingerprint(fake[0])]
+    assert [fingerprint(k) for k in (logged["old"][0], logged["new"][0])] == [
+        fingerprint(real[0]),
+        fingerprint(fake[0]),
+    ]
     assert logged["decision"] is None
     assert alice.contacts["bob"].identity.wrap_kid == real[0]  # the pinned key is kept until the user decides
     assert db_count(relay) == 1
@@ -299,8 +309,10 @@ async def test_k08_lost_ack_the_retry_gets_the_original_seq(world):
     assert len(attacks(relay, "lose-ack", to="alice")) == 1
     # the outbox sent the same envelope again after the reconnect; the relay answered with the first seq
     assert f"duplicate user=alice seq={sent.seq}" in (relay.data_dir / "relay.log").read_text()
-    assert [(r.state, r.seq) for r in await messages_of(alice, conv)] in ([("stored", sent.seq)],
-                                                                         [("delivered", sent.seq)])
+    assert [(r.state, r.seq) for r in await messages_of(alice, conv)] in (
+        [("stored", sent.seq)],
+        [("delivered", sent.seq)],
+    )
 
 
 @pytest.mark.process  # e2ee-relay's exit code and message
@@ -308,12 +320,20 @@ def test_hostile_mode_needs_an_explicit_demo_flag(tmp_path):
     import subprocess
     import sys
 
-    run = subprocess.run([sys.executable, "-m", "server", "serve", "--data-dir", str(tmp_path), "--hostile", "drop"],
-                         capture_output=True, text=True, timeout=60)
+    run = subprocess.run(
+        [sys.executable, "-m", "server", "serve", "--data-dir", str(tmp_path), "--hostile", "drop"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert run.returncode == 2
     assert "add --demo-level to confirm" in run.stderr
-    run = subprocess.run([sys.executable, "-m", "server", "serve", "--data-dir", str(tmp_path), "--hostile",
-                          "nonsense", "--demo-level"], capture_output=True, text=True, timeout=60)
+    run = subprocess.run(
+        [sys.executable, "-m", "server", "serve", "--data-dir", str(tmp_path), "--hostile", "nonsense", "--demo-level"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert run.returncode == 2
     assert "unknown hostile mode 'nonsense'" in run.stderr
 

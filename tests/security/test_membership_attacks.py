@@ -83,7 +83,7 @@ async def test_a_members_relay_password_alone_cannot_add_anyone(tmp_path):
 
 def test_every_membership_attack_is_in_the_registry_the_demo_runs():
     assert set(ATTACKS) <= set(attacks.registry())
-    assert list(attacks.registry())[:len(ATTACKS)] == list(ATTACKS)
+    assert list(attacks.registry())[: len(ATTACKS)] == list(ATTACKS)
 
 
 @pytest.mark.slow

@@ -19,8 +19,15 @@ L3V = vectorlib.load("l3.json")
 SESSION = l3.Session._from_key(b64u_decode(L3V["session_key"]))
 
 
-@pytest.mark.parametrize(("kid", "error"), [("é" + "A" * 21, SessionMismatch), ("\U0001f510", SessionMismatch),
-                                           ("ＡＢ", SessionMismatch), ("\ud800", EnvelopeMalformed)])
+@pytest.mark.parametrize(
+    ("kid", "error"),
+    [
+        ("é" + "A" * 21, SessionMismatch),
+        ("\U0001f510", SessionMismatch),
+        ("ＡＢ", SessionMismatch),
+        ("\ud800", EnvelopeMalformed),
+    ],
+)
 def test_l3_header_kid_with_non_ascii_text_is_session_mismatch(kid, error):
     """hmac.compare_digest raised TypeError ("comparing strings with non-ASCII characters is not
     supported") for a non-ASCII ``kid``: a crash instead of session_mismatch (PROTOCOL.md §6.3)."""

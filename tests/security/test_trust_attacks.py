@@ -40,8 +40,7 @@ async def test_a_removal_altered_by_the_relay_stops_sealing_to_the_older_members
     alice, bob = people["alice"], people["bob"]
     epoch0 = alice.membership.head(conv)
     await bob.change_members(conv, remove=["carol"])
-    altered = log_of(conv, lambda sts, _: [flip_signature(s) if membership.parse(s).op == "remove" else s
-                                           for s in sts])
+    altered = log_of(conv, lambda sts, _: [flip_signature(s) if membership.parse(s).op == "remove" else s for s in sts])
     lie(alice, altered, *([head_at(conv, epoch0)] if head == "old head" else []))
     await alice.refresh_conversations()
     if head == "old head":  # the listing names the old head: the log is fetched when something else asks
@@ -192,10 +191,14 @@ async def test_a_replaced_signing_key_signs_no_membership_change_at_the_relay(ma
     back = membership.change(head, thief, "update", keys=membership.member_of(second.public))
     async with httpx2.AsyncClient(base_url=relay.url, timeout=30) as http:
         auth = {"Authorization": f"Bearer {bob.token}"}
-        tries = {name: await http.post(f"/v1/conversations/{conv}/log", json={"statement": st.signed}, headers=auth)
-                 for name, st in (("add", add), ("update to replaced keys", back))}
+        tries = {
+            name: await http.post(f"/v1/conversations/{conv}/log", json={"statement": st.signed}, headers=auth)
+            for name, st in (("add", add), ("update to replaced keys", back))
+        }
     assert {n: (r.status_code, r.json()["error"]["code"]) for n, r in tries.items()} == {
-        "add": (400, "actor_key_mismatch"), "update to replaced keys": (400, "invalid_request")}
+        "add": (400, "actor_key_mismatch"),
+        "update to replaced keys": (400, "invalid_request"),
+    }
     gate[0] = False  # bob's own update, signed by the same old key, moves his current keys in
     assert await membership_ops.update_keys(bob.membership, conv) == 1
     assert bob.membership.head(conv).ep == head.ep + 1
@@ -224,8 +227,11 @@ async def test_a_forked_log_that_contradicts_the_sealed_head_is_never_sealed_to(
     alice, bob, mallory = [await make_client(n) for n in ("alice", "bob", "mallory")]
     conv = await membership_ops.create(alice.membership, "team", ["bob"], admins=["alice"])
     real = alice.membership.head(conv)
-    fork = [membership.create(bob.identity, conv, "team", [membership.member_of(c.identity.public)
-                                                           for c in (alice, bob, mallory)])]
+    fork = [
+        membership.create(
+            bob.identity, conv, "team", [membership.member_of(c.identity.public) for c in (alice, bob, mallory)]
+        )
+    ]
     if length == 2:
         fork.append(membership.change(fork[0], bob.identity, "title", title="ours"))
     await alice.close()
@@ -238,8 +244,15 @@ async def test_a_forked_log_that_contradicts_the_sealed_head_is_never_sealed_to(
     with pytest.raises(MembershipFork):  # before: sealed to bob's fork, mallory included
         await again.recipients_for(conv)
     assert again.membership._heads[conv] == {"ep": real.ep, "hash": real.hash}  # the fork is not remembered
-    data = envelope.seal("from the fork", mallory.identity, conv, [c.identity.public for c in (alice, bob, mallory)],
-                         counter=1, epoch=fork[-1].ep, head=fork[-1].hash)
+    data = envelope.seal(
+        "from the fork",
+        mallory.identity,
+        conv,
+        [c.identity.public for c in (alice, bob, mallory)],
+        counter=1,
+        epoch=fork[-1].ep,
+        head=fork[-1].hash,
+    )
     await again._on_event(frames.Message(1, conv, "mallory", msgspec.Raw(data)))
     assert [(r.state, r.reason) for r in await messages_of(again, conv)] == [("unreadable", "epoch_mismatch")]
 
@@ -253,6 +266,7 @@ async def test_a_conversation_the_relay_stops_listing_is_not_shown_as_left(make_
         if method == "GET" and path == "/v1/conversations":
             answer["conversations"] = [c for c in answer["conversations"] if c["id"] != conv]
         return answer
+
     lie(alice, hide)
     await alice.refresh_conversations()
     assert conv not in alice.inactive  # before: struck through, "you are no longer a member"

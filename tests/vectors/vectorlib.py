@@ -134,9 +134,21 @@ def header_for(
 ) -> dict:
     """The protected header as a dict, members in the documented order."""
     return {
-        "alg": "RSA-OAEP-256", "enc": "A256GCM", "typ": "e2ee-chat/msg", "cty": "text/plain;charset=utf-8",
-        "v": 2, "mid": b64u(mid), "cid": conversation, "snd": sender.username, "skid": sender.sign_kid,
-        "ts": ts, "ctr": ctr, "ep": ep, "mh": mh, "kc": key_commitment(cek), "rkids": [r.wrap_kid for r in recipients],
+        "alg": "RSA-OAEP-256",
+        "enc": "A256GCM",
+        "typ": "e2ee-chat/msg",
+        "cty": "text/plain;charset=utf-8",
+        "v": 2,
+        "mid": b64u(mid),
+        "cid": conversation,
+        "snd": sender.username,
+        "skid": sender.sign_kid,
+        "ts": ts,
+        "ctr": ctr,
+        "ep": ep,
+        "mh": mh,
+        "kc": key_commitment(cek),
+        "rkids": [r.wrap_kid for r in recipients],
     }
 
 
@@ -172,8 +184,7 @@ def build(
         The envelope as a dict (serialize with :func:`compact_json`).
     """
     if header_bytes is None:
-        header = header or header_for(sender, conversation, recipients, mid=mid, ts=ts, ctr=ctr, cek=cek, ep=ep,
-                                      mh=mh)
+        header = header or header_for(sender, conversation, recipients, mid=mid, ts=ts, ctr=ctr, cek=cek, ep=ep, mh=mh)
         header_bytes = compact_json(header)
     protected = b64u(header_bytes)
     sealed = AESGCM(cek).encrypt(iv, plaintext, aad if aad is not None else protected.encode("ascii"))
