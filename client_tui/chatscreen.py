@@ -19,6 +19,7 @@ from shared.errors import E2EEError, EnvelopeTooLarge, ErrorCode
 
 from . import audience
 from .chatdialogs import ChatDialogs
+from .chatpanes import ChatPanes
 from .connection import StateLog, needs_password
 from .core import (
     ChatClient,
@@ -34,7 +35,6 @@ from .core import (
 )
 from .core.record import Record
 from .core.transport import tls_label
-from .inspector import inspect_record
 from .messagelog import MAX_ROWS, MessageLog
 from .safe import one_line, plain, toast
 from .widgets import Composer, title_and_badges
@@ -46,7 +46,7 @@ GAP_GRACE_S = 2.0
 """A counter gap is shown if still open this long after it appeared (late arrivals fill most)."""
 
 
-class ChatScreen(ChatDialogs, Screen):
+class ChatScreen(ChatDialogs, ChatPanes, Screen):
     """The main window: conversation list | message log + composer | inspector; status bar."""
 
     BINDINGS = [
@@ -325,47 +325,6 @@ class ChatScreen(ChatDialogs, Screen):
         if status:
             self.update_status(getattr(self, "_last_state_event", None))
 
-    def refresh_gaps(self) -> None:
-        """Show one notice per sender whose messages never arrived; remove filled ones."""
-        cid = self.conversation
-        now = self.client.missing_counters(cid) if cid else {}
-        shown = self.gaps.setdefault(cid, {})
-        for sender in set(shown) | set(now):
-            missing = now.get(sender, ())
-            if shown.get(sender) == missing:
-                continue
-            key = f"gap-{cid}-{sender}"
-            if not missing:
-                shown.pop(sender, None)
-                self.log_view.add_notice(key, "")
-                continue
-            shown[sender] = missing
-            span = f"{missing[0]}" if len(missing) == 1 else f"{missing[0]}–{missing[-1]}"
-            self.log_view.add_notice(
-                key,
-                f"⚠ {len(missing)} message(s) from {one_line(sender)} never arrived (counter {span}): "
-                "withheld by the relay, or still on their way",
-            )
-
-    def update_banner(self) -> None:
-        banner = self.query_one("#banner", Static)
-        blocked = self.client.blocked_by(self.conversation) if self.conversation else []
-        if not blocked:
-            banner.display = False
-            return
-        t = Text()
-        for user in blocked:
-            c = self.client.contacts[user]
-            evidence = {
-                True: "signed by their previous key",
-                False: "NOT signed by the key you pinned",
-                None: "no rotation evidence",
-            }[c.pending_signed_by_old]
-            t.append(f"⚠ {one_line(user)}'s key changed ({evidence}). ", style="bold")
-        t.append("Sending here is blocked until you accept or verify it: press Ctrl+K.")
-        banner.update(t)
-        banner.display = True
-
     # -- sending -----------------------------------------------------------------------------------
     @on(Composer.Submitted)
     def _submitted(self, event: Composer.Submitted) -> None:
@@ -410,39 +369,9 @@ class ChatScreen(ChatDialogs, Screen):
             return
         self.update_status(getattr(self, "_last_state_event", None))
 
-    # -- inspector and selection -------------------------------------------------------------------
-    def action_toggle_inspector(self) -> None:
-        insp = self.query_one("#inspector")
-        insp.display = not insp.display
-        self.set_class(insp.display, "-inspecting")
-        if insp.display and self.log_view.selected_record is None:
-            self.log_view.action_select_edge(-1)
-        self.refresh_inspector()
-
-    def action_escape(self) -> None:
-        if self.query_one("#inspector").display:
-            self.action_toggle_inspector()
-
-    def action_select_message(self, step: int) -> None:
-        self.log_view.action_select(step)
-
     @on(MessageLog.Selected)
     def _selected(self, event: MessageLog.Selected) -> None:
         self.refresh_inspector()
-
-    def kid_names(self) -> dict[str, str]:
-        names = {}
-        for user, c in self.client.contacts.items():
-            for ident in (*c.previous, c.identity, *([c.pending] if c.pending else [])):
-                names[ident.wrap_kid] = user
-        return names
-
-    def refresh_inspector(self) -> None:
-        if not self.query_one("#inspector").display:
-            return
-        body = inspect_record(self.log_view.selected_record, kid_names=self.kid_names(), me=self.client.username)
-        self.inspected = body
-        self.query_one("#inspector-body", Static).update(body)
 
     def on_key(self, event) -> None:
         self.app.notifier.touched()  # the user is here: the open conversation does not notify

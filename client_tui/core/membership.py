@@ -28,30 +28,27 @@ import logging
 import os
 from typing import TYPE_CHECKING
 
-from shared import envelope, membership
+from shared import membership
 from shared.b64 import b64u_encode
 from shared.errors import (
     ActorKeyMismatch,
-    ConversationMismatch,
     E2EEError,
     EnvelopeMalformed,
-    EpochMismatch,
     ErrorCode,
     LegacyConversation,
     MembershipFork,
     MembershipWithheld,
-    NotARecipient,
-    SenderMismatch,
 )
 from shared.keys import PublicIdentity
 from shared.membership import Statement, member_of
-from shared.membership_chain import Chain, check_audience, check_continuity
+from shared.membership_chain import Chain, check_continuity
 
 from . import member_keys
 from . import membership_lines as lines
-from .errors import NOT_ANSWERED, ClientError, KeyChangeBlocked, LogUnavailable
+from .errors import NOT_ANSWERED, ClientError, KeyChangeBlocked
 from .events import RecordChanged
 from .member_keys import Audience
+from .membership_check import EnvelopeCheck
 from .record import MessageInfo, Record, RecordState, now_ms
 
 if TYPE_CHECKING:
@@ -62,7 +59,7 @@ MAX_WARNINGS = 200  # per conversation, remembered so that a warning is shown on
 POST_ATTEMPTS = 3
 
 
-class Membership:
+class Membership(EnvelopeCheck):
     """The membership logs of one account (see the module's docstring)."""
 
     def __init__(self, client: ChatClient) -> None:
@@ -432,79 +429,6 @@ class Membership:
                 users=tuple(blocked),
             )
         return Audience(cid, head.ep, head.hash, head.usernames, recipients)
-
-    async def check_envelope(self, header, conversation: str, sender: str, parsed=None) -> str:
-        """PROTOCOL.md §5.7 steps 18-21 on a received envelope's header, before any key is used:
-        the delivery context, my recipient entry, then its ``ep``, ``mh``, ``snd`` and ``rkids``
-        against the verified log of its conversation (fetched first if the epoch is not verified).
-
-        An epoch newer than the verified head stops sealing (:meth:`audience`); once ``parsed``'s
-        signature verifies under the sender's accepted key, that stays so across restarts.
-
-        Returns:
-            a warning for a message sealed to an earlier epoch whose members included someone the
-            verified head no longer has: ``sender_removed`` (its sender was removed since: it may
-            have been written after that), ``audience_removed`` (sealed to a removed member too,
-            who could read it); ``""`` otherwise.
-
-        Raises:
-            ConversationMismatch, SenderMismatch, NotARecipient, EpochMismatch, AudienceMismatch
-            (shown as "could not verify"); LogUnavailable (the relay is unreachable: the message
-            comes again after the reconnect).
-        """
-        if header.cid != conversation:
-            raise ConversationMismatch(
-                "envelope belongs to another conversation than the one it was delivered in", field="cid"
-            )
-        if header.snd != sender:
-            raise SenderMismatch("envelope names another sender than the one that sent it", field="snd")
-        c = self.client
-        if c.identity is not None and not {i.wrap_kid for i in (c.identity, *c.retired)} & set(header.rkids):
-            raise NotARecipient("no recipient entry for my key id", field="recipients")  # as open() would
-        chain = self.chains.get(header.cid) or await self._restore(header.cid)
-        if chain is None or chain.at(header.ep) is None:
-            try:
-                chain = await self.sync(header.cid)
-            except ClientError as exc:
-                if exc.code in NOT_ANSWERED:
-                    raise LogUnavailable(header.cid) from None
-                log.info("log of %s not fetched: %s", header.cid, exc.code)
-                chain = self.chains.setdefault(header.cid, Chain(header.cid))
-        try:
-            if self._contradicts(chain):
-                raise EpochMismatch(
-                    "the only log the relay shows contradicts the one verified here (a fork)", field="mh"
-                )
-            sealed_to = check_audience(chain, ep=header.ep, mh=header.mh, sender=header.snd, rkids=header.rkids)
-        except EpochMismatch as exc:
-            if chain.head is not None and header.ep > chain.head.ep:  # evidence of a change not shown
-                self._evidence[header.cid] = max(self._evidence.get(header.cid, -1), header.ep)
-                if header.ep > self._seen.get(header.cid, -1) and self._signed(parsed):
-                    self._seen[header.cid] = header.ep
-                    self._save()
-                await self._warn(
-                    header.cid,
-                    f"unseen:{header.ep}:{header.mh}",
-                    header.snd,
-                    lines.unseen(header.snd, header.ep, chain.head.ep),
-                    exc,
-                )
-            raise
-        gone = set(sealed_to.usernames) - set(chain.head.usernames)  # removed since the epoch it was sealed to
-        return "" if not gone else "sender_removed" if header.snd in gone else "audience_removed"
-
-    def _signed(self, parsed) -> bool:
-        """Does ``parsed`` carry its sender's signature under a key this user accepted for them?"""
-        if parsed is None:
-            return False
-        try:
-            found = self.client.pinned_sign_key(parsed.header.snd, parsed.header.skid, None)
-            if found is not None:
-                envelope.verify_signature(parsed, found[0])
-                return True
-        except E2EEError:
-            pass
-        return False
 
 
 def _verified_line(st: Statement) -> MessageInfo:
