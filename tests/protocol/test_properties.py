@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from shared import envelope, frames, l3
 from shared.b64 import b64u_decode, b64u_encode
 from shared.errors import Base64Invalid, E2EEError, FrameInvalid
+from tests.helpers.mutators import FRAME_TYPES
 from tests.vectors import vectorlib
 
 MAX_PLAINTEXT = 256 * 1024
@@ -136,23 +137,6 @@ JSON = st.recursive(
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
     max_leaves=20,
 )
-FRAME_TYPES = [
-    "auth",
-    "send",
-    "sync",
-    "ack",
-    "ping",
-    "hello",
-    "ready",
-    "stored",
-    "msg",
-    "synced",
-    "delivered",
-    "pong",
-    "event",
-    "error",
-    "nope",
-]
 
 
 @settings(FAST, max_examples=300)
