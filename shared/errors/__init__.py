@@ -17,19 +17,22 @@ branch is defined, in this order, in one module of this package: :mod:`.codes` (
     │   ├── InvalidRequest        invalid_request
     │   ├── UnsupportedMediaType  unsupported_media_type [415]
     │   ├── StatementMalformed    statement_malformed
-    │   └── EnvelopeMalformed     envelope_malformed
-    │       ├── Base64Invalid     base64_invalid
-    │       ├── NonceInvalid      nonce_invalid
-    │       ├── TagInvalid        tag_invalid
-    │       ├── UnsupportedAlgorithm  unsupported_algorithm
-    │       ├── TrailingData      trailing_data
-    │       ├── DuplicateMember   duplicate_member
-    │       └── RecipientListInvalid  recipient_list_invalid
-    │           └── DuplicateRecipient  recipient_duplicated
+    │   ├── EnvelopeMalformed     envelope_malformed
+    │   │   ├── Base64Invalid     base64_invalid
+    │   │   ├── NonceInvalid      nonce_invalid
+    │   │   ├── TagInvalid        tag_invalid
+    │   │   ├── UnsupportedAlgorithm  unsupported_algorithm
+    │   │   ├── TrailingData      trailing_data
+    │   │   ├── DuplicateMember   duplicate_member
+    │   │   └── RecipientListInvalid  recipient_list_invalid
+    │   │       └── DuplicateRecipient  recipient_duplicated
+    │   └── AttachmentMalformed   attachment_malformed
     ├── LimitExceeded             limit_exceeded [413]
     │   ├── EnvelopeTooLarge      envelope_too_large
     │   ├── TooManyRecipients     too_many_recipients
-    │   └── BodyTooLarge          body_too_large
+    │   ├── BodyTooLarge          body_too_large
+    │   │   └── BlobTooLarge      blob_too_large
+    │   └── QuotaExceeded         quota_exceeded
     ├── KeyInvalid                key_invalid [422]
     │   └── KeyRefused            key_refused
     │       ├── KeyTypeRefused    key_type_refused
@@ -54,15 +57,22 @@ branch is defined, in this order, in one module of this package: :mod:`.codes` (
     │   ├── Replayed              replayed
     │   ├── RelayKeyMismatch      relay_key_mismatch
     │   ├── ChallengeMismatch     challenge_mismatch
-    │   └── MembershipInvalid     membership_invalid
-    │       ├── StatementSignatureInvalid  statement_signature_invalid
-    │       ├── ActorNotMember    actor_not_member
-    │       ├── ActorKeyMismatch  actor_key_mismatch
-    │       ├── EpochSkipped      epoch_skipped
-    │       ├── ChainBroken       chain_broken
-    │       ├── PolicyViolation   policy_violation
-    │       ├── MembershipFork    membership_fork
-    │       └── MembershipWithheld  membership_withheld
+    │   ├── MembershipInvalid     membership_invalid
+    │   │   ├── StatementSignatureInvalid  statement_signature_invalid
+    │   │   ├── ActorNotMember    actor_not_member
+    │   │   ├── ActorKeyMismatch  actor_key_mismatch
+    │   │   ├── EpochSkipped      epoch_skipped
+    │   │   ├── ChainBroken       chain_broken
+    │   │   ├── PolicyViolation   policy_violation
+    │   │   ├── MembershipFork    membership_fork
+    │   │   └── MembershipWithheld  membership_withheld
+    │   └── AttachmentInvalid     attachment_invalid
+    │       ├── AttachmentKeyMismatch  attachment_key_mismatch
+    │       ├── AttachmentHashMismatch  attachment_hash_mismatch
+    │       ├── AttachmentTruncated  attachment_truncated
+    │       ├── AttachmentSizeMismatch  attachment_size_mismatch
+    │       ├── ChunkTampered     chunk_tampered
+    │       └── ChunkOutOfOrder   chunk_out_of_order
     ├── AuthFailed                auth_failed [401]
     │   └── SessionEnded          session_ended
     ├── Forbidden                 forbidden [403]
@@ -107,7 +117,9 @@ from .base import (
 )
 from .codes import ErrorCode
 from .input import (
+    AttachmentMalformed,
     Base64Invalid,
+    BlobTooLarge,
     BodyTooLarge,
     DuplicateMember,
     DuplicateRecipient,
@@ -123,6 +135,7 @@ from .input import (
     LimitExceeded,
     MalformedInput,
     NonceInvalid,
+    QuotaExceeded,
     RecipientListInvalid,
     StatementMalformed,
     TagInvalid,
@@ -134,9 +147,16 @@ from .input import (
 from .verification import (
     ActorKeyMismatch,
     ActorNotMember,
+    AttachmentHashMismatch,
+    AttachmentInvalid,
+    AttachmentKeyMismatch,
+    AttachmentSizeMismatch,
+    AttachmentTruncated,
     AudienceMismatch,
     ChainBroken,
     ChallengeMismatch,
+    ChunkOutOfOrder,
+    ChunkTampered,
     ConversationMismatch,
     DecryptionFailed,
     DirectionMismatch,
@@ -179,10 +199,13 @@ __all__ = [
     "DuplicateMember",
     "RecipientListInvalid",
     "DuplicateRecipient",
+    "AttachmentMalformed",
     "LimitExceeded",
     "EnvelopeTooLarge",
     "TooManyRecipients",
     "BodyTooLarge",
+    "BlobTooLarge",
+    "QuotaExceeded",
     "KeyInvalid",
     "KeyRefused",
     "KeyTypeRefused",
@@ -216,6 +239,13 @@ __all__ = [
     "PolicyViolation",
     "MembershipFork",
     "MembershipWithheld",
+    "AttachmentInvalid",
+    "AttachmentKeyMismatch",
+    "AttachmentHashMismatch",
+    "AttachmentTruncated",
+    "AttachmentSizeMismatch",
+    "ChunkTampered",
+    "ChunkOutOfOrder",
     "AuthFailed",
     "SessionEnded",
     "Forbidden",

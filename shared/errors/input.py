@@ -20,10 +20,13 @@ __all__ = [
     "DuplicateMember",
     "RecipientListInvalid",
     "DuplicateRecipient",
+    "AttachmentMalformed",
     "LimitExceeded",
     "EnvelopeTooLarge",
     "TooManyRecipients",
     "BodyTooLarge",
+    "BlobTooLarge",
+    "QuotaExceeded",
     "KeyInvalid",
     "KeyRefused",
     "KeyTypeRefused",
@@ -118,6 +121,13 @@ class DuplicateRecipient(RecipientListInvalid):
     code = ErrorCode.RECIPIENT_DUPLICATED
 
 
+class AttachmentMalformed(MalformedInput):
+    """An attachment blob's header (magic, version, chunk size) or a reference's field (key
+    length, hash length, size) is not of the documented form (``shared.attachment``)."""
+
+    code = ErrorCode.ATTACHMENT_MALFORMED
+
+
 # -- limits ----------------------------------------------------------------------------------------
 class LimitExceeded(E2EEError):
     """A documented size or count limit was exceeded."""
@@ -143,6 +153,20 @@ class BodyTooLarge(LimitExceeded):
     reading, and while reading a chunked body)."""
 
     code = ErrorCode.BODY_TOO_LARGE
+
+
+class BlobTooLarge(BodyTooLarge):
+    """An attachment blob is larger than the relay's ``max_blob_bytes`` (refused from its
+    ``Content-Length`` before reading, or while it streams in), or a file too large to fit."""
+
+    code = ErrorCode.BLOB_TOO_LARGE
+
+
+class QuotaExceeded(LimitExceeded):
+    """Storing the blob would take the uploader over their ``blob_quota_bytes`` (the blobs they
+    have stored on the relay, in bytes)."""
+
+    code = ErrorCode.QUOTA_EXCEEDED
 
 
 # -- keys ------------------------------------------------------------------------------------------

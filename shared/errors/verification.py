@@ -35,6 +35,13 @@ __all__ = [
     "PolicyViolation",
     "MembershipFork",
     "MembershipWithheld",
+    "AttachmentInvalid",
+    "AttachmentKeyMismatch",
+    "AttachmentHashMismatch",
+    "AttachmentTruncated",
+    "AttachmentSizeMismatch",
+    "ChunkTampered",
+    "ChunkOutOfOrder",
 ]
 
 
@@ -215,3 +222,68 @@ class MembershipWithheld(MembershipInvalid):
     """The relay says the conversation is at a newer epoch than any statement it shows."""
 
     code = ErrorCode.MEMBERSHIP_WITHHELD
+
+
+# -- attachments (shared.attachment: a blob that does not open as the signed reference says) ------
+class AttachmentInvalid(VerificationFailed):
+    """An attachment blob does not verify against its reference (the file key, size and SHA-256
+    the signed message carries); nothing of it is shown or kept."""
+
+    code = ErrorCode.ATTACHMENT_INVALID
+
+
+class AttachmentKeyMismatch(AttachmentInvalid):
+    """The file key is not the one the blob's header commits to (its 32-byte key check): a wrong
+    key, or a blob sealed under another key. Raised before any chunk is decrypted."""
+
+    code = ErrorCode.ATTACHMENT_KEY_MISMATCH
+
+
+class AttachmentHashMismatch(AttachmentInvalid):
+    """The SHA-256 over the whole blob is not the reference's ``sha256``."""
+
+    code = ErrorCode.ATTACHMENT_HASH_MISMATCH
+
+
+class AttachmentTruncated(AttachmentInvalid):
+    """The blob ends early: its final chunk is not sealed as the last one (STREAM's last-chunk
+    flag), or fewer bytes arrived than the reference's size needs. ``detail`` =
+    ``{"expected", "received"}``: blob bytes."""
+
+    code = ErrorCode.ATTACHMENT_TRUNCATED
+
+    def __init__(self, message: str, *, expected: int, received: int) -> None:
+        super().__init__(message, field="blob")
+        self.expected, self.received = expected, received
+        self.detail = {"expected": expected, "received": received}
+
+
+class AttachmentSizeMismatch(AttachmentInvalid):
+    """The blob holds more than the reference says: bytes after the chunk sealed as the last one,
+    or a plaintext length other than the reference's ``size``."""
+
+    code = ErrorCode.ATTACHMENT_SIZE_MISMATCH
+
+
+class ChunkTampered(AttachmentInvalid):
+    """AES-256-GCM rejected chunk ``index`` (0-based) under every position of the file: its
+    ciphertext, tag or the header it binds was changed. ``detail`` = ``{"index"}``."""
+
+    code = ErrorCode.CHUNK_TAMPERED
+
+    def __init__(self, message: str, *, index: int) -> None:
+        super().__init__(message, field="chunk")
+        self.index = index
+        self.detail = {"index": index}
+
+
+class ChunkOutOfOrder(AttachmentInvalid):
+    """Chunk ``index`` is an authentic chunk of this file sealed for position ``sealed_at``:
+    chunks were swapped, reordered or repeated. ``detail`` = ``{"index", "sealed_at"}``."""
+
+    code = ErrorCode.CHUNK_OUT_OF_ORDER
+
+    def __init__(self, message: str, *, index: int, sealed_at: int) -> None:
+        super().__init__(message, field="chunk")
+        self.index, self.sealed_at = index, sealed_at
+        self.detail = {"index": index, "sealed_at": sealed_at}
