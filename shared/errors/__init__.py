@@ -26,13 +26,15 @@ branch is defined, in this order, in one module of this package: :mod:`.codes` (
     │   │   ├── DuplicateMember   duplicate_member
     │   │   └── RecipientListInvalid  recipient_list_invalid
     │   │       └── DuplicateRecipient  recipient_duplicated
-    │   └── AttachmentMalformed   attachment_malformed
+    │   ├── AttachmentMalformed   attachment_malformed
+    │   └── ContentInvalid        content_invalid
     ├── LimitExceeded             limit_exceeded [413]
     │   ├── EnvelopeTooLarge      envelope_too_large
     │   ├── TooManyRecipients     too_many_recipients
     │   ├── BodyTooLarge          body_too_large
     │   │   └── BlobTooLarge      blob_too_large
-    │   └── QuotaExceeded         quota_exceeded
+    │   ├── QuotaExceeded         quota_exceeded
+    │   └── ContentTooLarge       content_too_large
     ├── KeyInvalid                key_invalid [422]
     │   └── KeyRefused            key_refused
     │       ├── KeyTypeRefused    key_type_refused
@@ -121,6 +123,8 @@ from .input import (
     Base64Invalid,
     BlobTooLarge,
     BodyTooLarge,
+    ContentInvalid,
+    ContentTooLarge,
     DuplicateMember,
     DuplicateRecipient,
     EnvelopeMalformed,
@@ -200,12 +204,14 @@ __all__ = [
     "RecipientListInvalid",
     "DuplicateRecipient",
     "AttachmentMalformed",
+    "ContentInvalid",
     "LimitExceeded",
     "EnvelopeTooLarge",
     "TooManyRecipients",
     "BodyTooLarge",
     "BlobTooLarge",
     "QuotaExceeded",
+    "ContentTooLarge",
     "KeyInvalid",
     "KeyRefused",
     "KeyTypeRefused",

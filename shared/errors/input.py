@@ -21,12 +21,14 @@ __all__ = [
     "RecipientListInvalid",
     "DuplicateRecipient",
     "AttachmentMalformed",
+    "ContentInvalid",
     "LimitExceeded",
     "EnvelopeTooLarge",
     "TooManyRecipients",
     "BodyTooLarge",
     "BlobTooLarge",
     "QuotaExceeded",
+    "ContentTooLarge",
     "KeyInvalid",
     "KeyRefused",
     "KeyTypeRefused",
@@ -128,6 +130,15 @@ class AttachmentMalformed(MalformedInput):
     code = ErrorCode.ATTACHMENT_MALFORMED
 
 
+class ContentInvalid(MalformedInput):
+    """A decrypted content document (``shared.content``) is not of the documented form: not JSON
+    of a known kind, a member missing, unknown, repeated, of the wrong type or out of its limits
+    (``field`` names it, e.g. ``ref``, ``att.key``). Raised by clients only (the relay never reads
+    content)."""
+
+    code = ErrorCode.CONTENT_INVALID
+
+
 # -- limits ----------------------------------------------------------------------------------------
 class LimitExceeded(E2EEError):
     """A documented size or count limit was exceeded."""
@@ -167,6 +178,12 @@ class QuotaExceeded(LimitExceeded):
     have stored on the relay, in bytes)."""
 
     code = ErrorCode.QUOTA_EXCEEDED
+
+
+class ContentTooLarge(LimitExceeded):
+    """A content document is over ``shared.content.MAX_CONTENT_BYTES`` (64 KiB)."""
+
+    code = ErrorCode.CONTENT_TOO_LARGE
 
 
 # -- keys ------------------------------------------------------------------------------------------
