@@ -17,11 +17,9 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
-from shared.errors import (
-    E2EEError,
-)
+from shared.errors import BlobTooLarge, BodyTooLarge, E2EEError
 
-from . import conversations_api, keys_api, metrics, session_api
+from . import blobs_api, conversations_api, keys_api, metrics, session_api
 from .auth import Passwords, Tokens
 from .bodycap import BodyCap
 from .db import commits_wait_for_disk, create_engine, create_writer_engine, sessionmaker
@@ -68,6 +66,8 @@ routes = [
     Route("/v1/conversations/{cid}/log", conversations_api.append_statement, methods=["POST"]),
     Route("/v1/conversations/{cid}/log", conversations_api.membership_log, methods=["GET"]),
     Route("/v1/conversations/{cid}/messages", conversations_api.post_message, methods=["POST"]),
+    Route("/v1/blobs", blobs_api.upload, methods=["POST"]),
+    Route("/v1/blobs/{blob_id}", blobs_api.download, methods=["GET"]),
     WebSocketRoute("/v1/ws", websocket),
 ]
 
@@ -141,8 +141,10 @@ def middleware(settings: Settings) -> list[Middleware]:
     peer is one of ``trusted_proxies``; uvicorn's own proxy handling is off), then the body cap."""
     messages = re.compile(r"^/v1/conversations/[^/]+/messages$")
 
-    def cap_for(path: str) -> int:
-        return settings.max_envelope_bytes if messages.match(path) else settings.max_json_body_bytes
+    def cap_for(path: str) -> tuple[int, type[BodyTooLarge]]:
+        if path == "/v1/blobs":
+            return settings.max_blob_bytes, BlobTooLarge
+        return (settings.max_envelope_bytes if messages.match(path) else settings.max_json_body_bytes), BodyTooLarge
 
     stack = [Middleware(BodyCap, cap_for=cap_for), Middleware(BearerAuth)]
     if settings.trusted_proxy_list():

@@ -39,11 +39,12 @@ class BodyCap:
 
     Args:
         app: the ASGI app it guards.
-        cap_for: the cap in bytes for a request path (e.g. 64 KiB for JSON, the envelope limit for
-            a REST send).
+        cap_for: for a request path, the cap in bytes (e.g. 64 KiB for JSON, the envelope limit for
+            a REST send, ``max_blob_bytes`` for a blob) and the error refusing a larger body
+            (:class:`BodyTooLarge`, or a subclass naming the route's limit: ``BlobTooLarge``).
     """
 
-    def __init__(self, app: ASGIApp, cap_for: Callable[[str], int]) -> None:
+    def __init__(self, app: ASGIApp, cap_for: Callable[[str], tuple[int, type[BodyTooLarge]]]) -> None:
         self.app = app
         self.cap_for = cap_for
         self.refused = 0
@@ -52,7 +53,7 @@ class BodyCap:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        cap = self.cap_for(scope["path"])
+        cap, error = self.cap_for(scope["path"])
         declared = next((v for k, v in scope["headers"] if k == b"content-length"), None)
         if declared is not None:
             if not declared.isdigit():
@@ -60,7 +61,7 @@ class BodyCap:
                     scope, send, InvalidRequest("Content-Length is not a number", field="content-length"), 400
                 )
             if int(declared) > cap:
-                return await self._refuse(scope, send, self._too_large(cap), 413)
+                return await self._refuse(scope, send, self._too_large(cap, error), 413)
         received = 0
         over = False
         started = False
@@ -72,7 +73,7 @@ class BodyCap:
                 received += len(message.get("body", b""))
                 if received > cap:
                     over = True
-                    raise self._too_large(cap)
+                    raise self._too_large(cap, error)
             return message
 
         async def closing_send(message: Message) -> None:
@@ -90,9 +91,9 @@ class BodyCap:
                 raise
             await self._refuse(scope, send, exc, 413)
 
-    def _too_large(self, cap: int) -> BodyTooLarge:
+    def _too_large(self, cap: int, error: type[BodyTooLarge]) -> BodyTooLarge:
         self.refused += 1
-        return BodyTooLarge(f"request body over {cap} bytes", field="body")
+        return error(f"request body over {cap} bytes", field="body")
 
     @staticmethod
     async def _refuse(scope: Scope, send: Send, exc: E2EEError, status: int) -> None:

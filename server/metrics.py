@@ -66,6 +66,7 @@ async def metrics(request: Request) -> Response:
                 "sweeps": st.retention.sweeps,
                 "last_sweep_s": st.retention.last_sweep_s,
                 "sessions_deleted": st.retention.sessions_deleted,
+                "blobs_deleted": st.retention.blobs_deleted,
             },
             "broker": None
             if broker is None

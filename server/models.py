@@ -160,3 +160,43 @@ class Delivery(Base):
     acked_at_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     # retention: "is anyone still to acknowledge this message?" (and the cascade from messages)
     __table_args__ = (Index("ix_deliveries_seq_acked", "seq", "acked_at_ms"),)
+
+
+class Blob(Base):
+    """An attachment blob: opaque bytes (a file sealed by the client, ``shared.attachment``) that
+    ``owner`` uploaded to ``conversation``. ``complete`` once every byte is stored; its bytes are
+    the rows of :class:`BlobPart`, its readers the rows of :class:`BlobFetch`."""
+
+    __tablename__ = "blobs"
+    id: Mapped[str] = mapped_column(String(22), primary_key=True)  # b64url of 16 random bytes
+    conversation_id: Mapped[str] = mapped_column(ForeignKey("conversations.id", ondelete="CASCADE"))
+    owner_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    size: Mapped[int] = mapped_column(BigInteger)  # bytes stored
+    complete: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at_ms: Mapped[int] = mapped_column(BigInteger)
+    __table_args__ = (
+        Index("ix_blobs_owner_id", "owner_id"),  # the owner's quota
+        Index("ix_blobs_created_at_ms", "created_at_ms"),  # retention
+    )
+
+
+class BlobPart(Base):
+    """Part ``part`` (0-based, in order) of a blob's bytes: at most ``server.blobs.PART_BYTES``.
+    Blobs live in the database, so relays sharing one PostgreSQL serve each other's uploads."""
+
+    __tablename__ = "blob_parts"
+    blob_id: Mapped[str] = mapped_column(ForeignKey("blobs.id", ondelete="CASCADE"), primary_key=True)
+    part: Mapped[int] = mapped_column(Integer, primary_key=True)
+    data: Mapped[bytes] = mapped_column(LargeBinary)
+
+
+class BlobFetch(Base):
+    """Who may fetch a blob: its owner and the members of its conversation when it was uploaded.
+    ``fetched_at_ms`` is set by a complete download (the owner's at upload): retention deletes a
+    blob once every row has it, as an envelope once every delivery is acknowledged."""
+
+    __tablename__ = "blob_fetches"
+    blob_id: Mapped[str] = mapped_column(ForeignKey("blobs.id", ondelete="CASCADE"), primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), primary_key=True)
+    fetched_at_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    __table_args__ = (Index("ix_blob_fetches_blob_fetched", "blob_id", "fetched_at_ms"),)

@@ -17,6 +17,10 @@ envelopes (and their delivery rows), each a *background* write of the single wri
 transaction, off the event loop, between batches of sends — so a send waits at most for one
 deletion batch, never for a sweep. With several relays on PostgreSQL one sweeps at a time (an
 advisory lock); the others skip. Ended login sessions are deleted a day after they ended.
+
+Attachment blobs follow the same rules (:func:`server.blob_store.delete_blobs`): deleted once
+every member they were uploaded for fetched them and ``retention_keep_days`` passed, or at
+``retention_max_days``; an upload never completed goes after an hour.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from typing import Any, cast
 from sqlalchemy import CursorResult, and_, delete, exists, or_, select, text
 from sqlalchemy.orm import Session
 
+from .blob_store import INCOMPLETE_BLOB_MS, delete_blobs
 from .models import Delivery, LoginSession, Message
 from .settings import Settings
 from .store import now_ms
@@ -101,6 +106,7 @@ class Retention:
         self.settings = settings
         self.writer = writer
         self.deleted = 0  # envelopes
+        self.blobs_deleted = 0
         self.sessions_deleted = 0
         self.sweeps = 0
         self.last_sweep_s = 0.0
@@ -136,6 +142,15 @@ class Retention:
             if len(seqs) < s.retention_batch:
                 break
             after = seqs[-1]
+        while True:
+            gone = await self.writer.run(
+                delete_blobs(keep_before, max_before, now - INCOMPLETE_BLOB_MS, s.retention_batch), background=True
+            )
+            self.blobs_deleted += gone
+            if gone:
+                log.info("retention deleted %d blobs", gone)
+            if gone < s.retention_batch:
+                break
         self.sessions_deleted += await self.writer.run(
             delete_ended_sessions(now - DAY_MS, int(s.session_idle_days * DAY_MS)), background=True
         )

@@ -159,6 +159,14 @@ class Settings:
     max_json_body_bytes: int = field(
         default=64 * 1024, metadata={"help": "largest JSON request body, bytes (checked before it is read)"}
     )
+    max_blob_bytes: int = field(
+        default=25 * 1024 * 1024,
+        metadata={"help": "largest attachment blob, bytes (checked from Content-Length, then while it streams in)"},
+    )
+    blob_quota_bytes: int = field(
+        default=250 * 1024 * 1024,
+        metadata={"help": "attachment blobs one user may have stored at once, bytes (until retention deletes them)"},
+    )
     max_preauth_ws: int = field(default=256, metadata={"help": "websockets not yet authenticated, in total"})
     max_preauth_ws_per_ip: int = field(
         default=8, metadata={"help": "websockets not yet authenticated, per client address"}
@@ -242,6 +250,8 @@ class Settings:
             "retention_batch",
             "max_sessions_per_user",
             "max_json_body_bytes",
+            "max_blob_bytes",
+            "blob_quota_bytes",
             "max_preauth_ws",
             "max_preauth_ws_per_ip",
             "max_password_hashes",

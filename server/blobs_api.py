@@ -1,0 +1,130 @@
+"""REST: attachment blobs (PROTOCOL.md §13.4). ``POST /v1/blobs?conversation=CID`` stores the
+request body as an opaque blob of that conversation and answers its id; ``GET /v1/blobs/{id}``
+returns it to its owner and to the members of the conversation when it was uploaded.
+
+Neither direction holds a blob whole: an upload is streamed into the database in parts of
+:data:`server.blob_store.PART_BYTES`, counted against ``max_blob_bytes`` (by
+:mod:`server.bodycap`, from ``Content-Length`` before a byte is read and again while it streams
+in) and against the uploader's ``blob_quota_bytes`` (here, the same two ways); a download is
+streamed part by part. A refused or broken upload leaves nothing stored.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response, StreamingResponse
+
+from shared.errors import AuthFailed, Forbidden, InvalidRequest, QuotaExceeded
+
+from . import blob_store, queries
+from .models import User
+from .store import now_ms
+from .web import State, error_response, require_type
+from .web import claims_of as _claims
+from .web import json_response as _json
+from .web import state as _state
+
+log = logging.getLogger("e2ee.relay.blobs")
+BLOB_TYPES = ("application/octet-stream",)
+
+
+async def _user(request: Request, st: State) -> User:
+    claims = _claims(request)
+    async with st.sessions() as session:
+        user = await queries.get_user(session, claims.sub)
+    if user is None:
+        raise AuthFailed("token subject is unknown", field="sub")
+    return user
+
+
+async def upload(request: Request) -> Response:
+    """Store the body (``application/octet-stream``, 1..``max_blob_bytes`` bytes) as a blob of
+    the conversation ``?conversation=CID``, which the caller must be a member of. 201
+    ``{"id", "size"}``.
+
+    Raises (as typed answers): BlobTooLarge [413], QuotaExceeded [413] (with ``Connection:
+    close``: the rest of the body is not read), Forbidden [403] (not a member), InvalidRequest
+    (no conversation, an empty body), UnsupportedMediaType [415].
+    """
+    st = _state(request)
+    user = await _user(request, st)
+    cid = request.query_params.get("conversation", "")
+    if not cid:
+        raise InvalidRequest("conversation: the id of the conversation the blob is for", field="conversation")
+    require_type(request, BLOB_TYPES)
+    async with st.sessions() as session:
+        if not await blob_store.is_member(session, cid, user.id):
+            raise Forbidden("not a member of this conversation", field="conversation")
+        used = await blob_store.used_bytes(session, user.id)
+    room = st.settings.blob_quota_bytes - used
+    declared = request.headers.get("content-length", "")
+    try:
+        if declared.isdigit() and int(declared) > room:
+            raise blob_store.quota_exceeded(st.settings.blob_quota_bytes, used)
+        blob_id, size = await _store(request, st, user, cid, room, used)
+    except QuotaExceeded as exc:
+        log.info("POST /v1/blobs refused code=%s user=%s", exc.code, user.username)
+        resp = error_response(exc)
+        resp.headers["Connection"] = "close"
+        return resp
+    log.info("blob stored id=%s conv=%s by=%s bytes=%d", blob_id, cid, user.username, size)
+    return _json({"id": blob_id, "size": size}, 201)
+
+
+async def _store(request: Request, st: State, user: User, cid: str, room: int, used: int) -> tuple[str, int]:
+    """Stream the body into a new blob; on any failure delete what was stored and re-raise."""
+    blob_id = blob_store.new_blob_id()
+    await st.writer.run(blob_store.begin(blob_id, cid, user.id, now_ms()))
+    size, parts, pending = 0, 0, bytearray()
+    try:
+        async for piece in request.stream():
+            size += len(piece)
+            if size > room:
+                raise blob_store.quota_exceeded(st.settings.blob_quota_bytes, used)
+            pending += piece
+            while len(pending) >= blob_store.PART_BYTES:
+                data = bytes(pending[: blob_store.PART_BYTES])
+                del pending[: blob_store.PART_BYTES]
+                await st.writer.run(blob_store.put_part(blob_id, parts, data), background=True)
+                parts += 1
+        if size == 0:
+            raise InvalidRequest("body: an empty blob", field="body")
+        if pending:
+            await st.writer.run(blob_store.put_part(blob_id, parts, bytes(pending)), background=True)
+        await st.writer.run(blob_store.finish(blob_id, user.id, size, st.settings.blob_quota_bytes))
+    except BaseException as exc:
+        await st.writer.run(blob_store.discard(blob_id), background=True)
+        if isinstance(exc, ClientDisconnect):
+            log.info("blob upload abandoned by=%s after %d bytes", user.username, size)
+        raise
+    return blob_id, size
+
+
+async def download(request: Request) -> Response:
+    """The blob's bytes (``application/octet-stream``, ``Content-Length``), streamed; a complete
+    download marks it fetched for the caller (retention). Raises NotFound [404], Forbidden [403]."""
+    st = _state(request)
+    user = await _user(request, st)
+    blob_id = request.path_params["blob_id"]
+    async with st.sessions() as session:
+        blob = await blob_store.readable(session, blob_id, user.id)
+    parts = -(-blob.size // blob_store.PART_BYTES)
+
+    async def body() -> AsyncIterator[bytes]:
+        sent = 0
+        for index in range(parts):
+            async with st.sessions() as session:
+                data = await blob_store.part(session, blob_id, index)
+            if data is None:  # deleted meanwhile: the client sees a short blob (attachment_truncated)
+                log.warning("blob id=%s lost part %d while it was sent to %s", blob_id, index, user.username)
+                return
+            sent += len(data)
+            yield data
+        await st.writer.run(blob_store.mark_fetched(blob_id, user.id, now_ms()))
+        log.info("blob fetched id=%s by=%s bytes=%d", blob_id, user.username, sent)
+
+    headers = {"Content-Length": str(blob.size), "Cache-Control": "no-store"}
+    return StreamingResponse(body(), media_type="application/octet-stream", headers=headers)
