@@ -115,6 +115,8 @@ async def open_local(c: ChatClient, bundle: keystore.KeyBundle, passphrase: str,
         doc = json.loads(legacy.read_text())
         meta = {"cursor": doc.get("cursor", 0), "counters": doc.get("counters", {})}
     c.progress = Progress.from_meta(meta)
+    c.receipts.load(meta)
+    c.expiry.load(meta)
     c.inbox.seen = await c.history.seen()
     c._pos = max(float(c.progress.cursor), await c.history.max_pos())
     for conv in await c.history.conversations():
@@ -124,6 +126,7 @@ async def open_local(c: ChatClient, bundle: keystore.KeyBundle, passphrase: str,
         if not conv["active"]:
             c.inactive.add(conv["id"])
     c.outgoing.restore(await c.history.outbox())
+    await c.expiry.sweep()  # what expired while the client was closed; the timer for the next
     c._save_state()
     # sealed to keys this session has
     await c._retry_unreadable((ErrorCode.NOT_A_RECIPIENT, ErrorCode.UNWRAP_FAILED))

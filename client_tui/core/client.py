@@ -47,11 +47,14 @@ from . import account, keystore, membership_ops, profiles, transport
 from .connection import Connection
 from .errors import ClientError
 from .events import ConnectionState, ConnState, Event, RttMeasured, Sent
+from .expiry import Expiry
 from .history import History
 from .inbox import Inbox, Progress
 from .link import REQUIRED_LEVEL
 from .membership import Audience, Membership
+from .messaging import Messaging
 from .outbox import SEND_TIMEOUT_S, Outbox
+from .receipts import Receipts
 from .record import Record
 from .rest import Rest
 from .rotate import Rotation
@@ -125,6 +128,9 @@ class ChatClient(Rotation):
         self.progress = Progress()  # cursor and counters, saved with the history cache
         self.inbox = Inbox(self)
         self.outgoing = Outbox(self)
+        self.messaging = Messaging(self)  # replies, edits, deletes, reactions, timers
+        self.receipts = Receipts(self)  # end-to-end read receipts
+        self.expiry = Expiry(self)  # disappearing messages
         self.connection = Connection(self, backoff)
         self._passphrase: str | None = None
         self._local_key = b""
@@ -405,6 +411,8 @@ class ChatClient(Rotation):
     async def close(self) -> None:
         """Stop the session, close the websocket and the HTTP client; save contacts; close the cache."""
         await self.connection.close()
+        self.expiry.stop()
+        self.receipts.stop()
         for t in list(self._tasks):
             t.cancel()
         for t in list(self._tasks):

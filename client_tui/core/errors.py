@@ -89,3 +89,18 @@ class MemberKeyReplaced(E2EEError):
     until the member's ``update`` statement moves their new keys into the log."""
 
     code = ErrorCode.MEMBER_KEY_REPLACED
+
+
+class NotAuthor(E2EEError):
+    """An edit or a delete of a message whose verified sender is someone else: only its author
+    may change it. Raised before sending one; a received one is kept ``ignored`` with this code."""
+
+    code = ErrorCode.NOT_AUTHOR
+
+
+class UnknownReference(E2EEError):
+    """A reply, edit, delete, reaction or read receipt names a message id that no message stored
+    here has (or that names no message: a line, an action). Raised before sending one; a received
+    edit, delete or reaction is kept ``ignored`` with this code."""
+
+    code = ErrorCode.UNKNOWN_REFERENCE

@@ -26,6 +26,7 @@ __all__ = [
     "MessageReceived",
     "MessageStored",
     "MessageUnreadable",
+    "ReadUpTo",
     "RecordChanged",
     "RttMeasured",
     "Sent",
@@ -107,6 +108,16 @@ class Delivered:
 
 
 @dataclass(frozen=True)
+class ReadUpTo:
+    """``reader`` read every message of ``conversation`` up to relay seq ``seq`` (their end-to-end
+    encrypted read receipt; ``client_tui.core.receipts``)."""
+
+    conversation: str
+    reader: str
+    seq: int
+
+
+@dataclass(frozen=True)
 class RecordChanged:
     """A message record was added (``new``) or changed (state, seq, delivered_to ...)."""
 
@@ -176,6 +187,7 @@ Event = (
     | MessageUnreadable
     | MessageStored
     | Delivered
+    | ReadUpTo
     | ConnectionState
     | KeyChanged
     | RecordChanged

@@ -1,6 +1,7 @@
 """The local history cache: decrypted messages, the outbox and the sync cursor, in SQLite.
 
-One file per account (``history.sqlite3`` beside the keystore, mode 0600). Message text is stored
+One file per account (``history.sqlite3`` beside the keystore, mode 0600). Message text and the
+typed document (its type, references, edits, reactions) are stored
 encrypted under the account's ``local_key`` (AES-256-GCM, 12-byte random nonce, AAD = row id +
 conversation + sender), a random key kept inside the passphrase-protected keystore: the cache
 shows history after a restart without any RSA work, and the file alone reveals no text. Envelopes
@@ -23,83 +24,22 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from .history_schema import COLUMNS, INDEXES, TABLES, upgrade
 from .private import ensure_private, set_aside
-from .record import OUTGOING_STATES, MessageInfo, Record, RecordState
+from .record import OUTGOING_STATES, Doc, MessageInfo, Record, RecordState
 
 log = logging.getLogger("e2ee.client")
 
-MESSAGES_TABLE = """
-CREATE TABLE IF NOT EXISTS {name} (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    lid TEXT NOT NULL UNIQUE,
-    conversation TEXT NOT NULL,
-    sender TEXT NOT NULL,
-    mid TEXT,
-    seq INTEGER,
-    pos REAL NOT NULL,
-    ts INTEGER NOT NULL,
-    ctr INTEGER,
-    state TEXT NOT NULL,
-    body BLOB,
-    reason TEXT NOT NULL DEFAULT '',
-    detail TEXT NOT NULL DEFAULT '',
-    envelope BLOB,
-    info TEXT NOT NULL DEFAULT '{{}}'
-);
-"""
-"""``seq`` is not a key: a message is one by (sender, mid); two messages may carry one seq (a relay
-that handed a seq out again, or a hostile one), and both are kept."""
 
-SCHEMA = (
-    MESSAGES_TABLE.format(name="messages")
-    + """
-CREATE UNIQUE INDEX IF NOT EXISTS messages_sender_mid ON messages(sender, mid) WHERE mid IS NOT NULL;
-CREATE INDEX IF NOT EXISTS messages_conversation ON messages(conversation, pos);
-CREATE INDEX IF NOT EXISTS messages_state ON messages(state);
-CREATE INDEX IF NOT EXISTS messages_seq ON messages(seq);
-CREATE TABLE IF NOT EXISTS conversations (
-    id TEXT PRIMARY KEY,
-    title TEXT NOT NULL,
-    members TEXT NOT NULL,
-    unread INTEGER NOT NULL DEFAULT 0,
-    active INTEGER NOT NULL DEFAULT 1
-);
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-"""
-)
-SCHEMA_VERSION = 1
-"""``PRAGMA user_version`` of this schema. 0: ``seq`` was UNIQUE (a message whose seq collided with
-a stored one was dropped); :func:`_upgrade` rebuilds such a table, keeping every row."""
+class Sealed(msgspec.Struct, omit_defaults=True):
+    """What a row's ``body`` seals (version 2): the text as shown and the record's document."""
 
-
-def _upgrade(db: sqlite3.Connection) -> None:
-    """Bring a cache file written by an older client to :data:`SCHEMA_VERSION` (in one transaction)."""
-    if db.execute("PRAGMA user_version").fetchone()[0] >= SCHEMA_VERSION:
-        return
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        unique_seq = any(
-            unique and [c[2] for c in db.execute(f"PRAGMA index_info('{name}')")] == ["seq"]
-            for _, name, unique, *_ in db.execute("PRAGMA index_list('messages')").fetchall()
-        )
-        if unique_seq:  # SQLite cannot drop a column constraint: copy into a new table
-            cols = "id, " + _COLUMNS
-            db.execute(MESSAGES_TABLE.format(name="messages_v1"))
-            db.execute(f"INSERT INTO messages_v1 ({cols}) SELECT {cols} FROM messages")  # noqa: S608 - constants
-            db.execute("DROP TABLE messages")
-            db.execute("ALTER TABLE messages_v1 RENAME TO messages")
-        db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-        db.execute("COMMIT")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-    db.executescript(SCHEMA)  # the indexes went with the old table
-
-
-_COLUMNS = "lid, conversation, sender, mid, seq, pos, ts, ctr, state, body, reason, detail, envelope, info"
+    text: str | None
+    content: Doc = msgspec.field(default_factory=Doc)
 
 
 class History:
@@ -139,8 +79,9 @@ class History:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             db.execute("PRAGMA busy_timeout=5000")
-            db.executescript(SCHEMA)
-            _upgrade(db)
+            db.executescript(TABLES)
+            upgrade(db)
+            db.executescript(INDEXES)
             db.execute("SELECT count(*) FROM messages").fetchone()
         except sqlite3.DatabaseError:
             db.close()
@@ -155,33 +96,42 @@ class History:
 
     # -- encryption of the text ------------------------------------------------------------------
     @staticmethod
-    def _aad(lid: str, conversation: str, sender: str) -> bytes:
-        return f"e2ee-chat/v1/history.{lid}.{conversation}.{sender}".encode()
+    def _aad(lid: str, conversation: str, sender: str, version: int = 2) -> bytes:
+        return f"e2ee-chat/v{version}/history.{lid}.{conversation}.{sender}".encode()
 
     def _seal(self, r: Record) -> bytes | None:
-        if r.text is None:
+        """``body``: the text and the document (:class:`Sealed`) under the local key; None when
+        there is neither (a message that did not open, one deleted)."""
+        if r.text is None and r.content == Doc():
             return None
         nonce = os.urandom(12)
-        return nonce + self._aead.encrypt(nonce, r.text.encode("utf-8"), self._aad(r.lid, r.conversation, r.sender))
+        plain = msgspec.json.encode(Sealed(r.text, r.content))
+        return nonce + self._aead.encrypt(nonce, plain, self._aad(r.lid, r.conversation, r.sender))
 
-    def _unseal(self, lid: str, conversation: str, sender: str, body: bytes | None) -> str | None:
-        if body is None:
-            return None
-        try:
-            return self._aead.decrypt(body[:12], body[12:], self._aad(lid, conversation, sender)).decode("utf-8")
-        except (InvalidTag, ValueError):
-            return None
+    def _unseal(self, lid: str, conversation: str, sender: str, body: bytes) -> Sealed | None:
+        """What :meth:`_seal` sealed; a version-1 body (the text alone, its own AAD) as text; None
+        for a body that does not open (damaged)."""
+        for version in (2, 1):
+            try:
+                plain = self._aead.decrypt(body[:12], body[12:], self._aad(lid, conversation, sender, version))
+            except (InvalidTag, ValueError):
+                continue
+            try:
+                return msgspec.json.decode(plain, type=Sealed) if version == 2 else Sealed(plain.decode("utf-8"))
+            except (msgspec.DecodeError, UnicodeDecodeError):
+                return None
+        return None
 
     def _row(self, row: tuple) -> Record:
-        lid, conv, sender, mid, seq, pos, ts, ctr, state, body, reason, detail, env, info = row
-        text = self._unseal(lid, conv, sender, body)
-        if text is None and body is not None:
-            state, reason = RecordState.UNREADABLE, reason or "history_damaged"
+        lid, conv, sender, mid, seq, pos, ts, ctr, state, body, reason, detail, env, info, _visible, _exp = row
+        sealed = Sealed(None) if body is None else self._unseal(lid, conv, sender, body)
+        if sealed is None:
+            state, reason, sealed = RecordState.UNREADABLE, reason or "history_damaged", Sealed(None)
         return Record(
             lid,
             conv,
             sender,
-            text,
+            sealed.text,
             mid,
             seq,
             pos,
@@ -192,6 +142,7 @@ class History:
             detail,
             bytes(env) if env is not None else None,
             MessageInfo.decode(info),
+            sealed.content,
         )
 
     # -- writes --------------------------------------------------------------------------------------
@@ -236,10 +187,11 @@ class History:
                     )
         try:
             cur = db.execute(
-                f"INSERT INTO messages ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?) "  # noqa: S608 - constants
+                f"INSERT INTO messages ({COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "  # noqa: S608 - constants
                 "ON CONFLICT(lid) DO UPDATE SET mid=excluded.mid, seq=excluded.seq, pos=excluded.pos, "
                 "ts=excluded.ts, ctr=excluded.ctr, state=excluded.state, body=excluded.body, "
-                "reason=excluded.reason, detail=excluded.detail, envelope=excluded.envelope, info=excluded.info",
+                "reason=excluded.reason, detail=excluded.detail, envelope=excluded.envelope, info=excluded.info, "
+                "visible=excluded.visible, exp=excluded.exp",
                 (
                     r.lid,
                     r.conversation,
@@ -255,6 +207,8 @@ class History:
                     r.detail,
                     r.envelope,
                     r.info.encode(),
+                    int(r.visible),
+                    r.content.exp if r.state != RecordState.DELETED else None,
                 ),
             )
         except sqlite3.IntegrityError:
@@ -327,7 +281,7 @@ class History:
 
     def _recent(self, conversation: str, limit: int, before: float | None) -> list[Record]:
         assert self._db is not None
-        q = f"SELECT {_COLUMNS} FROM messages WHERE conversation=?"  # noqa: S608 - constants; values bound
+        q = f"SELECT {COLUMNS} FROM messages WHERE conversation=? AND visible=1"  # noqa: S608 - constants
         args: list[Any] = [conversation]
         if before is not None:
             q += " AND pos < ?"
@@ -337,7 +291,8 @@ class History:
         return [self._row(r) for r in reversed(self._db.execute(q, args).fetchall())]
 
     async def recent(self, conversation: str, limit: int = 200, before: float | None = None) -> list[Record]:
-        """The last ``limit`` records of a conversation (before ``pos``), oldest first."""
+        """The last ``limit`` rows of a conversation's log (before ``pos``), oldest first: records
+        that are not ``visible`` (actions applied, what was deleted) are left out."""
         return await self._call(self._recent, conversation, limit, before)
 
     def _select(self, where: str, args: tuple) -> list[Record]:
@@ -345,7 +300,7 @@ class History:
         return [
             self._row(r)
             for r in self._db.execute(
-                f"SELECT {_COLUMNS} FROM messages WHERE {where} ORDER BY id",  # noqa: S608 - callers pass constants
+                f"SELECT {COLUMNS} FROM messages WHERE {where} ORDER BY id",  # noqa: S608 - callers pass constants
                 args,
             ).fetchall()
         ]
@@ -372,9 +327,30 @@ class History:
         rows = await self._call(self._select, "lid=?", (lid,))
         return rows[0] if rows else None
 
+    async def by_mid(self, mid: str, conversation: str | None = None) -> list[Record]:
+        """The records with message id ``mid`` (in ``conversation``), oldest first: one, unless
+        a member reused someone else's id (a message is one by sender and id)."""
+        if conversation is None:
+            return await self._call(self._select, "mid=?", (mid,))
+        return await self._call(self._select, "mid=? AND conversation=?", (mid, conversation))
+
+    async def expiring(self, until_ms: int) -> list[Record]:
+        """Records not deleted yet whose ``exp`` is at or before ``until_ms``, oldest first."""
+        return await self._call(self._select, "exp IS NOT NULL AND exp<=? AND state!='deleted'", (until_ms,))
+
+    def _next_exp(self) -> int | None:
+        assert self._db is not None
+        return self._db.execute("SELECT min(exp) FROM messages WHERE exp IS NOT NULL AND state!='deleted'").fetchone()[
+            0
+        ]
+
+    async def next_exp(self) -> int | None:
+        """The earliest ``exp`` (ms) of a record not deleted yet; None if none expires."""
+        return await self._call(self._next_exp)
+
     def _search(self, match, conversation: str | None, limit: int) -> list[Record]:
         assert self._db is not None
-        q = f"SELECT {_COLUMNS} FROM messages WHERE body IS NOT NULL"  # noqa: S608 - constants; values bound
+        q = f"SELECT {COLUMNS} FROM messages WHERE body IS NOT NULL AND visible=1"  # noqa: S608 - constants
         args: tuple = ()
         if conversation is not None:
             q, args = q + " AND conversation=?", (conversation,)
@@ -416,7 +392,7 @@ class History:
 
     def _count(self, conversation: str | None) -> int:
         assert self._db is not None
-        q = "SELECT count(*) FROM messages WHERE state != 'system'"
+        q = "SELECT count(*) FROM messages WHERE state != 'system' AND visible=1"
         if conversation is None:
             return self._db.execute(q).fetchone()[0]
         return self._db.execute(q + " AND conversation=?", (conversation,)).fetchone()[0]

@@ -25,7 +25,7 @@ from shared.errors import E2EEError, ErrorCode, UnknownSenderKey
 from shared.keys import Identity
 from shared.session import SyncProgress
 
-from . import measure
+from . import annotate, documents, measure
 from .errors import ClientError, SenderKeyUnavailable
 from .events import Delivered, GapDetected, MessageReceived, MessageUnreadable, RecordChanged
 from .record import MessageInfo, Record, RecordState, now_ms
@@ -168,47 +168,69 @@ class Inbox:
                 opened, timings = await asyncio.to_thread(
                     measure.open_, parsed, me, sign_key, conversation=frame.conversation, sender=frame.sender
                 )
+                text, doc, ts, ctr = documents.read(opened.plaintext, h.cty)
             except BaseException:
                 self.seen.discard(key)  # not verified: it must not suppress the real message
                 raise
         except E2EEError as exc:
             return await self._on_unreadable(frame, raw, parsed, exc)
         mine = h.snd == c.username
+        ts, ctr = (h.ts if ts < 0 else ts), (h.ctr if ctr < 0 else ctr)
         if mine:
-            c.progress.counters[h.cid] = max(c.progress.counters.get(h.cid, 0), h.ctr)
+            c.progress.counters[h.cid] = max(c.progress.counters.get(h.cid, 0), ctr)
         rec = Record(
             secrets.token_hex(8),
             h.cid,
             h.snd,
-            opened.text,
+            text,
             h.mid,
             frame.seq,
             float(frame.seq),
-            h.ts,
-            h.ctr,
+            ts,
+            ctr,
             RecordState.STORED if mine else RecordState.RECEIVED,
             envelope=raw,
             info=MessageInfo(
                 timings=timings, skid=h.skid, rkids=list(h.rkids), warning=warning, mine=mine, wrap_kid=me.wrap_kid
             ),
+            content=doc,
         )
-        gap = None if mine else self._track_counter(h.cid, h.snd, h.ctr)
+        gap = None if mine else self._track_counter(h.cid, h.snd, ctr)
         self._advance_cursor(frame.seq)
-        if not mine:
+        await self.act(rec)
+        counted = rec.is_message and not mine
+        if counted:
             c.unread[h.cid] = c.unread.get(h.cid, 0) + 1
         if c.history is not None:
             await c.history.put(rec, c.progress.meta())
-            if not mine:
+            if counted:
                 await c.history.set_unread(h.cid, c.unread[h.cid])
-        await c.events.put(
-            MessageReceived(frame.seq, h.cid, h.snd, opened.text, h.mid, h.ts, h.ctr, raw, timings, warning)
-        )
+        c.expiry.note(rec.content.exp)
+        if rec.is_message:
+            await c.events.put(
+                MessageReceived(frame.seq, h.cid, h.snd, text or "", h.mid, ts, ctr, raw, timings, warning)
+            )
         await c.events.put(RecordChanged(rec, new=True))
         await c.outgoing.keep_last(rec.pos)
         if gap:
             await c.events.put(GapDetected(h.cid, h.snd, gap))
         if not mine:
             self.ack(frame.seq)
+
+    async def act(self, rec: Record) -> None:
+        """What a verified document does besides being stored: an edit, delete or reaction is
+        applied to its message (or refused: ``ignored``), a read receipt moves its reader, a
+        timer is set; what expired already is deleted at once (``client_tui.core.expiry``)."""
+        c, t = self.c, rec.content.t
+        if t in ("edit", "delete", "react"):
+            await annotate.apply(c, rec)
+        elif t == "read":
+            await c.receipts.on_read(rec)
+            annotate.strip(rec)
+        elif t == "expire":
+            await c.expiry.set(rec.conversation, rec.content.seconds or 0, rec.sender)
+        if rec.content.exp is not None and rec.content.exp <= now_ms() and rec.state != RecordState.IGNORED:
+            annotate.tombstone(rec, "expired")
 
     async def _on_unreadable(self, frame: frames.Message, raw: bytes, parsed, exc: E2EEError) -> None:
         c = self.c

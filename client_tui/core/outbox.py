@@ -20,15 +20,19 @@ import secrets
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from shared import envelope, frames
 from shared.errors import E2EEError, EnvelopeTooLarge, ErrorCode
 from shared.session import CloseCode
 
-from . import measure
-from .errors import NOT_ANSWERED, AudienceGrew, ClientError, KeyChangeBlocked
+from . import documents, measure
+from .annotate import strip
+from .audience_decisions import AudienceDecisions
+from .errors import NOT_ANSWERED, ClientError, KeyChangeBlocked
 from .events import MessageStored, RecordChanged, Sent
 from .membership import Audience
-from .record import AgreedAudience, MessageInfo, Record, RecordState, now_ms
+from .record import ACTION_TYPES, AgreedAudience, Doc, MessageInfo, Record, RecordState, now_ms
 
 if TYPE_CHECKING:
     from .client import ChatClient
@@ -63,7 +67,7 @@ def _consume(fut: asyncio.Future) -> None:
         fut.exception()
 
 
-class Outbox:
+class Outbox(AudienceDecisions):
     """The sending side of one :class:`~client_tui.core.ChatClient` (``client.outgoing``).
 
     Attributes:
@@ -113,17 +117,20 @@ class Outbox:
             await self._record(item.record)
 
     # -- queueing and sealing --------------------------------------------------------------------
-    async def queue(self, conversation: str, text: str, hold: bool) -> Outgoing:
-        """Seal ``text`` for the conversation's members and put it in the outbox. While the relay
-        does not answer and a key is missing to seal it here, it waits unsealed (``sending``) for the
-        audience verified here (:meth:`_written_offline`) and is sealed on sending.
+    async def queue(self, conversation: str, text: str | None, hold: bool, doc: Doc | None = None) -> Outgoing:
+        """Seal ``text`` (the body of the content document ``doc``; a text message without one)
+        for the conversation's members and put it in the outbox. While the relay does not answer
+        and a key is missing to seal it here, it waits unsealed (``sending``) for the audience
+        verified here (:meth:`_written_offline`) and is sealed on sending. In a conversation with
+        a disappearing-message timer it carries its ``exp`` (``client_tui.core.expiry``).
 
         Raises:
-            EnvelopeTooLarge (before any crypto), KeyChangeBlocked, MemberWithoutKey, ClientError.
+            EnvelopeTooLarge, ContentTooLarge (before any crypto), ContentInvalid (the document),
+            KeyChangeBlocked, MemberWithoutKey, ClientError.
         """
         c = self.c
         max_bytes = c.max_envelope
-        size = len(text.encode("utf-8", "surrogatepass"))
+        size = len((text or "").encode("utf-8", "surrogatepass"))
         if size * 4 // 3 > max_bytes:
             raise EnvelopeTooLarge(
                 f"message is {size} bytes; the relay accepts envelopes up to {max_bytes} bytes "
@@ -148,7 +155,10 @@ class Outbox:
             counter,
             RecordState.SEALING,
             info=MessageInfo(mine=True),
+            content=doc or Doc(),
         )
+        c.expiry.stamp(rec)
+        documents.plaintext(rec)  # ContentInvalid, ContentTooLarge: now, before it is in the outbox
         item = self._item(rec, hold)
         self.items.append(item)
         try:
@@ -164,6 +174,7 @@ class Outbox:
             raise
         if c.history is not None:
             await c.history.put(rec, {"counters": counters})
+        c.expiry.note(rec.content.exp)
         await c.events.put(RecordChanged(rec, new=True))
         self.wake.set()
         return item
@@ -197,7 +208,7 @@ class Outbox:
         max_bytes, max_recipients = c.max_envelope, c.max_recipients
         data, timings = await asyncio.to_thread(
             measure.seal,
-            rec.text or "",
+            documents.plaintext(rec),
             c.identity,
             rec.conversation,
             audience.recipients,
@@ -218,9 +229,12 @@ class Outbox:
         self.by_mid[header.mid] = item
         item.sealed.set()
 
-    async def send_text(self, conversation: str, text: str, timeout: float) -> Sent:
-        """Queue ``text`` without hold and wait until the relay stored it (see ``ChatClient.send_text``)."""
-        item = await self.queue(conversation, text, hold=False)
+    async def send_text(self, conversation: str, text: str | None, timeout: float, doc: Doc | None = None) -> Sent:
+        """Queue ``text`` (``doc``) without hold and wait until the relay stored it (see ``ChatClient.send_text``)."""
+        return await self.stored(await self.queue(conversation, text, False, doc), timeout)
+
+    async def stored(self, item: Outgoing, timeout: float) -> Sent:
+        """Wait until the relay stored ``item``; after ``timeout`` seconds it fails (TimeoutError)."""
         try:
             return await asyncio.wait_for(asyncio.shield(item.done), timeout)
         except TimeoutError:
@@ -233,7 +247,8 @@ class Outbox:
         rec = await history.by_lid(lid) if history is not None else None
         if history is None or rec is None or rec.state != RecordState.FAILED or not rec.mine or rec.text is None:
             return
-        new = (await self.queue(rec.conversation, rec.text, hold=True)).record
+        doc = msgspec.structs.replace(rec.content, exp=None)  # its conversation's timer now
+        new = (await self.queue(rec.conversation, rec.text, True, doc)).record
         rec.state, rec.detail = RecordState.FAILED, f"sent again as a new message ({new.lid})"
         rec.info.retried_as = new.lid
         await self._record(rec)
@@ -412,6 +427,8 @@ class Outbox:
         if rec.state in (RecordState.STORED, RecordState.DELIVERED):
             return
         rec.state, rec.seq, rec.pos, rec.reason, rec.detail = RecordState.STORED, seq, float(seq), "", ""
+        if rec.content.t in ACTION_TYPES:
+            strip(rec)  # stored: its document is not sealed again, and the message it changed holds it
         if item in self.items:
             self.items.remove(item)
         self.c.inbox.mine_by_seq[seq] = rec
@@ -420,32 +437,6 @@ class Outbox:
         if not item.done.done():
             item.done.set_result(Sent(rec.mid or "", seq))
         self.wake.set()
-
-    # -- a larger audience: the author decides ---------------------------------------------------
-    async def approve(self, cid: str, newcomers: list[str] | None = None) -> int:
-        """The user agrees to send the messages waiting in ``cid`` to ``newcomers`` too - the names
-        they were shown (None: the current members); returns how many were waiting. Anyone who
-        joined beyond them is asked about again (the message waits: ``audience_grew``)."""
-        waiting = self.waiting(cid)
-        head = self.c.membership.head(cid)
-        agreed = newcomers if newcomers is not None else list(head.usernames) if head else []
-        for item in waiting:
-            written = item.record.info.audience.members if item.record.info.audience else []
-            item.record.info.audience = AgreedAudience(head.ep if head else -1, sorted({*written, *agreed}))
-        await self.unblock()
-        return len(waiting)
-
-    async def decline(self, cid: str) -> int:
-        """The user does not send the messages waiting in ``cid`` to the newcomers: they are
-        marked not sent (the text stays in the history); returns how many."""
-        waiting = self.waiting(cid)
-        for item in waiting:
-            await self.fail(item, AudienceGrew("not sent: you chose not to send it to the new members"))
-        return len(waiting)
-
-    def waiting(self, cid: str) -> list[Outgoing]:
-        """My messages in ``cid`` waiting for my decision on a larger audience, oldest first."""
-        return [i for i in self.items if i.record.conversation == cid and i.record.reason == ErrorCode.AUDIENCE_GREW]
 
     @property
     def records(self) -> list[Record]:

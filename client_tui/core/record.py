@@ -26,6 +26,8 @@ class RecordState(StrEnum):
     RECEIVED = "received"  # someone's message, opened and verified
     UNREADABLE = "unreadable"  # could not be opened or verified ("could not verify")
     SYSTEM = "system"  # a line about a membership change (client_tui.core.membership)
+    IGNORED = "ignored"  # an edit, delete or reaction opened and verified but refused (``reason`` says why)
+    DELETED = "deleted"  # deleted by its sender or expired: text, document and envelope are gone (ids kept)
 
 
 OUTGOING_STATES = (RecordState.SEALING, RecordState.SENDING, RecordState.BLOCKED)
@@ -106,6 +108,55 @@ class MessageInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
         return msgspec.convert(kept, cls)
 
 
+MESSAGE_TYPES = ("text", "reply", "attachment")
+"""Document types that are a message of their own (a row of the log; they count as unread)."""
+LINE_TYPES = ("expire", "title")
+"""Document types shown as a line about the conversation (a timer set, a title changed)."""
+ACTION_TYPES = ("edit", "delete", "react", "read")
+"""Document types that act on another message (``ref``): never a row of their own."""
+
+
+class Version(msgspec.Struct):
+    """An earlier text of an edited message: ``body``; ``ts``: when it was written (ms, its
+    author's clock)."""
+
+    body: str
+    ts: int
+
+
+class Doc(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """The typed document a record carries (``shared.content``, docs/PROTOCOL.md), in the form the
+    history cache seals beside the text, and what later documents did to it.
+
+    Attributes:
+        t: the document type (``text``, ``reply``, ``edit``, ``delete``, ``react``, ``read``,
+            ``attachment``, ``expire``, ``title``).
+        ref: the message id it refers to (reply, edit, delete, react, read).
+        emoji, on: a reaction and whether it is set (True) or taken back.
+        upto: a read receipt's relay seq (everything at or below it was read).
+        seconds: an ``expire`` document's timer (0: off).  title: a ``title`` document's title.
+        att: an attachment's metadata as the document carries it (``shared.content.AttachmentRef``
+            as a dict: id, key, name, type, size, sha256, chunk).
+        exp: when the message expires (ms since the epoch), if a timer was set.
+        versions: the earlier texts of an edited message, oldest first.
+        edited: when the text shown was written, if it is an edit (ms, its author's clock).
+        reactions: emoji -> the users who reacted with it, in the order they did.
+    """
+
+    t: str = "text"
+    ref: str | None = None
+    emoji: str | None = None
+    on: bool = True
+    upto: int | None = None
+    seconds: int | None = None
+    title: str | None = None
+    att: dict | None = None
+    exp: int | None = None
+    versions: list[Version] = []
+    edited: int | None = None
+    reactions: dict[str, list[str]] = {}
+
+
 @dataclass
 class Record:
     """One message as the client knows it (mine or received), in a conversation.
@@ -124,6 +175,8 @@ class Record:
         reason, detail: error code and message (unreadable or failed).
         envelope: the envelope bytes the relay stored (ciphertext).
         info: what else the client learned about it (:class:`MessageInfo`).
+        content: the typed document and what later documents did to it (:class:`Doc`);
+            ``text`` is its body as shown (the newest version of an edited message).
     """
 
     lid: str
@@ -140,11 +193,32 @@ class Record:
     detail: str = ""
     envelope: bytes | None = None
     info: MessageInfo = field(default_factory=MessageInfo)
+    content: Doc = field(default_factory=Doc)
 
     @property
     def mine(self) -> bool:
         """Written by this account."""
         return self.info.mine
+
+    @property
+    def is_message(self) -> bool:
+        """A message of its own (text, reply, attachment) that opened: it can be replied to,
+        edited, deleted and reacted to."""
+        return self.content.t in MESSAGE_TYPES and self.state not in _NOT_MESSAGES
+
+    @property
+    def visible(self) -> bool:
+        """Shown as a row of the message log: messages, lines about the conversation, membership
+        lines, what could not be verified and the actions refused; never an action applied
+        (edit, delete, reaction, read receipt) nor what was deleted or expired."""
+        if self.state == RecordState.DELETED:
+            return False
+        if self.state in (RecordState.UNREADABLE, RecordState.SYSTEM, RecordState.IGNORED):
+            return True
+        return self.content.t in MESSAGE_TYPES or self.content.t in LINE_TYPES
+
+
+_NOT_MESSAGES = (RecordState.UNREADABLE, RecordState.SYSTEM, RecordState.IGNORED, RecordState.DELETED)
 
 
 def now_ms() -> int:

@@ -30,7 +30,7 @@ from shared.b64 import b64u_encode
 from shared.errors import E2EEError, ErrorCode
 from shared.keys import Identity
 
-from . import keystore, measure
+from . import documents, keystore, measure
 from .contacts import Contacts
 from .events import ContactChanged, LocalDataWarning, RecordChanged
 from .record import MessageInfo, Record, RecordState
@@ -255,13 +255,14 @@ class Rotation(Contacts):
             opened, timings = await asyncio.to_thread(
                 measure.open_, parsed, me, found[0], conversation=rec.conversation, sender=rec.sender
             )
+            text, doc, ts, ctr = documents.read(opened.plaintext, h.cty)
         except (E2EEError, msgspec.DecodeError):
             return False
         if (h.snd, h.mid) in self.inbox.seen:
             return False
         self.inbox.seen.add((h.snd, h.mid))
-        rec.text, rec.state, rec.reason, rec.detail = opened.text, RecordState.RECEIVED, "", ""
-        rec.mid, rec.ts, rec.ctr = h.mid, h.ts, h.ctr
+        rec.text, rec.content, rec.state, rec.reason, rec.detail = text, doc, RecordState.RECEIVED, "", ""
+        rec.mid, rec.ts, rec.ctr = h.mid, (h.ts if ts < 0 else ts), (h.ctr if ctr < 0 else ctr)
         rec.info = MessageInfo(
             timings=timings,
             skid=h.skid,
@@ -271,6 +272,7 @@ class Rotation(Contacts):
             wrap_kid=me.wrap_kid,
             opened_later=True,
         )
+        await self.inbox.act(rec)  # an edit, reaction or receipt held back: applied now
         await self.history.put(rec)
         await self.events.put(RecordChanged(rec))
         return True

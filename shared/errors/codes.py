@@ -103,3 +103,5 @@ class ErrorCode(StrEnum):
     KEYSTORE_ERROR = "keystore_error"
     WRONG_PASSPHRASE = "wrong_passphrase"  # noqa: S105 - an error code, not a secret
     ROTATION_NOT_SAVED = "rotation_not_saved"
+    NOT_AUTHOR = "not_author"  # an edit or delete of a message someone else wrote: refused, never applied
+    UNKNOWN_REFERENCE = "unknown_reference"  # a document refers to no message stored here

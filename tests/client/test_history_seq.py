@@ -9,8 +9,18 @@ import logging
 import os
 import sqlite3
 
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
 from client_tui.core.history import History
+from client_tui.core.history_schema import SCHEMA_VERSION
 from client_tui.core.record import Record
+
+
+def v1_body(key: bytes, r: Record) -> bytes:
+    """A row's ``body`` as a version-1 client sealed it: the text alone, under its own AAD."""
+    nonce = os.urandom(12)
+    aad = f"e2ee-chat/v1/history.{r.lid}.{r.conversation}.{r.sender}".encode()
+    return nonce + AESGCM(key).encrypt(nonce, (r.text or "").encode(), aad)
 
 
 async def test_a_different_message_under_a_stored_seq_is_kept_and_logged(offline_bob, caplog):
@@ -101,7 +111,6 @@ async def test_a_cache_written_with_a_unique_seq_is_rebuilt_keeping_every_row(tm
     """A cache from before (``seq INTEGER UNIQUE``, user_version 0): opened, its rows and cursor are
     all there, readable, and a second message under a stored seq is now kept."""
     key, path = os.urandom(32), tmp_path / "history.sqlite3"
-    sealer = History(tmp_path / "unused", key)  # only for _seal: the text encrypted as the old client did
     old = [
         Record(f"lid{i}", "conv-1", "alice", f"text {i}", f"mid{i}", i, float(i), 1000 + i, i, "received")
         for i in (1, 2, 5)
@@ -112,7 +121,7 @@ async def test_a_cache_written_with_a_unique_seq_is_rebuilt_keeping_every_row(tm
         db.execute(
             "INSERT INTO messages (lid, conversation, sender, mid, seq, pos, ts, ctr, state, body) "
             "VALUES (?,?,?,?,?,?,?,?,?,?)",
-            (r.lid, r.conversation, r.sender, r.mid, r.seq, r.pos, r.ts, r.ctr, r.state, sealer._seal(r)),
+            (r.lid, r.conversation, r.sender, r.mid, r.seq, r.pos, r.ts, r.ctr, r.state, v1_body(key, r)),
         )
     db.execute("""INSERT INTO meta VALUES ('cursor', '5')""")
     db.commit()
@@ -132,7 +141,7 @@ async def test_a_cache_written_with_a_unique_seq_is_rebuilt_keeping_every_row(tm
         await h.close()
     check = sqlite3.connect(path)
     try:
-        assert check.execute("PRAGMA user_version").fetchone() == (1,)
+        assert check.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
         indexes = {r[0] for r in check.execute("SELECT name FROM sqlite_master WHERE type='index' AND sql IS NOT NULL")}
         assert {"messages_sender_mid", "messages_conversation", "messages_state", "messages_seq"} <= indexes
     finally:

@@ -1,0 +1,142 @@
+"""Edits, deletes and reactions: what a document that refers to another message (``ref``) does to
+it, on the receiving side and for my own (applied here as they are sent).
+
+The rules (docs/PROTOCOL.md §13): only the author of a message may edit or delete it, judged
+against the *verified* sender of the stored message (the signature checked when it was opened),
+never against anything the action claims; anyone in the conversation may react, once per emoji,
+and take it back. An action naming no message stored here, or one from someone else than the
+author, is kept as an ``ignored`` record with its code (:data:`ErrorCode.NOT_AUTHOR`,
+:data:`ErrorCode.UNKNOWN_REFERENCE`) and a log line, and changes nothing. An action on a message
+already deleted (or expired) here is moot: it is kept, hidden, without a warning.
+
+An edit keeps the earlier texts (``Doc.versions``, at most :data:`MAX_VERSIONS`); a delete
+turns the message into a tombstone (:func:`tombstone`): text, document and envelope are removed
+from the cache, only its ids stay (so a copy delivered again stays deleted). An action that was
+applied keeps neither its text nor its envelope either: the message it changed holds what it did.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from shared.errors import ErrorCode
+
+from .events import RecordChanged
+from .record import OUTGOING_STATES, Doc, Record, RecordState, Version
+
+if TYPE_CHECKING:
+    from .client import ChatClient
+
+log = logging.getLogger("e2ee.client")
+
+MAX_VERSIONS = 50
+"""Earlier texts kept per message: the first one and the newest after it (a member editing
+without end cannot grow the cache without bound)."""
+MAX_EMOJI_PER_MESSAGE = 32
+"""Distinct reactions kept per message; more are ignored (logged)."""
+
+REFUSALS = {
+    ErrorCode.NOT_AUTHOR: "only the author of a message may edit or delete it",
+    ErrorCode.UNKNOWN_REFERENCE: "it refers to a message that is not on this device",
+}
+
+
+async def target_of(c: ChatClient, conversation: str, ref: str | None, author: str | None = None) -> Record | None:
+    """The stored record ``ref`` names in ``conversation``: ``author``'s if they have one with that
+    id (a member may reuse someone else's id; it then only ever names their own), else the first
+    stored."""
+    if c.history is None or not ref:
+        return None
+    found = await c.history.by_mid(ref, conversation)
+    own = [r for r in found if r.sender == author]
+    return (own or found or [None])[0]
+
+
+def tombstone(rec: Record, reason: str) -> None:
+    """Remove what ``rec`` says (text, document, envelope) and keep its ids: ``deleted`` with
+    ``reason`` (``deleted`` or ``expired``)."""
+    rec.state, rec.reason, rec.detail = RecordState.DELETED, reason, ""
+    rec.text, rec.envelope, rec.content = None, None, Doc()
+    rec.info.timings = {}
+
+
+def strip(rec: Record) -> None:
+    """An action that was applied (or sent): keep its ids and type, drop its text and envelope."""
+    rec.text, rec.envelope, rec.content = None, None, Doc(t=rec.content.t)
+
+
+def _refuse(rec: Record, code: ErrorCode, detail: str) -> None:
+    rec.state, rec.reason, rec.detail = RecordState.IGNORED, code, detail
+    log.warning(
+        "%s from %s in %s (mid %s) ignored: %s (%s)", rec.content.t, rec.sender, rec.conversation, rec.mid, code, detail
+    )
+
+
+async def judge(c: ChatClient, rec: Record) -> Record | None:
+    """The message the edit, delete or reaction ``rec`` may change, or None: then ``rec`` is
+    refused (``ignored``, with its code) or moot (its target is deleted; ``rec`` unchanged)."""
+    d = rec.content
+    target = await target_of(c, rec.conversation, d.ref, rec.sender)
+    if target is None:
+        _refuse(rec, ErrorCode.UNKNOWN_REFERENCE, f"no message {d.ref} in this conversation here")
+        return None
+    if target.state == RecordState.DELETED:
+        log.info("%s from %s of a deleted message %s: nothing to do", d.t, rec.sender, d.ref)
+        return None
+    if not target.is_message:
+        _refuse(rec, ErrorCode.UNKNOWN_REFERENCE, f"{d.ref} is not a message (a {target.content.t} or a line)")
+        return None
+    if d.t in ("edit", "delete") and target.sender != rec.sender:
+        _refuse(rec, ErrorCode.NOT_AUTHOR, f"{d.ref} was written by {target.sender}, not by {rec.sender}")
+        return None
+    return target
+
+
+def change(target: Record, rec: Record) -> bool:
+    """Apply the edit, delete or reaction ``rec`` (already judged) to ``target``; False when it
+    changes nothing (a reaction already there, too many distinct reactions)."""
+    d, t = rec.content, target.content
+    if d.t == "edit":
+        t.versions.append(Version(target.text or "", t.edited or target.ts))
+        if len(t.versions) > MAX_VERSIONS:
+            del t.versions[1]
+        target.text, t.edited = rec.text, rec.ts
+        return True
+    if d.t == "delete":
+        tombstone(target, "deleted")
+        return True
+    emoji = d.emoji or ""
+    users = t.reactions.get(emoji, [])
+    if d.on == (rec.sender in users):
+        return False
+    if d.on and emoji not in t.reactions and len(t.reactions) >= MAX_EMOJI_PER_MESSAGE:
+        log.warning(
+            "reaction from %s on %s ignored: %d distinct reactions already", rec.sender, target.mid, len(t.reactions)
+        )
+        return False
+    users = [*users, rec.sender] if d.on else [u for u in users if u != rec.sender]
+    if users:
+        t.reactions[emoji] = users
+    else:
+        t.reactions.pop(emoji, None)
+    return True
+
+
+async def apply(c: ChatClient, rec: Record) -> Record | None:
+    """Judge and apply the edit, delete or reaction ``rec`` (received, or mine being sent): the
+    changed message is stored and announced (:class:`RecordChanged`) and returned; ``rec`` is
+    stripped once applied (or moot), or left ``ignored`` with its code. The caller stores ``rec``."""
+    target = await judge(c, rec)
+    if target is None:
+        if rec.state != RecordState.IGNORED:
+            strip(rec)
+        return None
+    changed = change(target, rec)
+    if rec.state not in OUTGOING_STATES:
+        strip(rec)  # mine keeps its document until the relay stored it (it may be sealed again)
+    if changed:
+        if c.history is not None:
+            await c.history.put(target)
+        await c.events.put(RecordChanged(target))
+    return target
