@@ -66,6 +66,7 @@ routes = [
     Route("/v1/conversations/{cid}/log", conversations_api.append_statement, methods=["POST"]),
     Route("/v1/conversations/{cid}/log", conversations_api.membership_log, methods=["GET"]),
     Route("/v1/conversations/{cid}/messages", conversations_api.post_message, methods=["POST"]),
+    Route("/v1/blob-limits", blobs_api.limits, methods=["GET"]),
     Route("/v1/blobs", blobs_api.upload, methods=["POST"]),
     Route("/v1/blobs/{blob_id}", blobs_api.download, methods=["GET"]),
     WebSocketRoute("/v1/ws", websocket),

@@ -1,6 +1,7 @@
 """REST: attachment blobs (PROTOCOL.md §13.4). ``POST /v1/blobs?conversation=CID`` stores the
 request body as an opaque blob of that conversation and answers its id; ``GET /v1/blobs/{id}``
-returns it to its owner and to the members of the conversation when it was uploaded.
+returns it to its owner and to the members of the conversation when it was uploaded;
+``GET /v1/blob-limits`` tells a client the size limit and its quota before it uploads.
 
 Neither direction holds a blob whole: an upload is streamed into the database in parts of
 :data:`server.blob_store.PART_BYTES`, counted against ``max_blob_bytes`` (by
@@ -38,6 +39,18 @@ async def _user(request: Request, st: State) -> User:
     if user is None:
         raise AuthFailed("token subject is unknown", field="sub")
     return user
+
+
+async def limits(request: Request) -> Response:
+    """``{"max_blob_bytes", "quota_bytes", "used_bytes"}`` for the caller: what an upload may
+    take, asked before one starts (a relay refusing a body it did not read closes the connection,
+    and a client still writing may see only the reset, not the answer)."""
+    st = _state(request)
+    user = await _user(request, st)
+    async with st.sessions() as session:
+        used = await blob_store.used_bytes(session, user.id)
+    s = st.settings
+    return _json({"max_blob_bytes": s.max_blob_bytes, "quota_bytes": s.blob_quota_bytes, "used_bytes": used})
 
 
 async def upload(request: Request) -> Response:

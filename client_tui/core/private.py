@@ -1,4 +1,5 @@
-"""The one way the client writes a private file (keystore, trust store, history cache, log, exports).
+"""The one way the client writes a private file (keystore, trust store, history cache, log, exports,
+attachments).
 
 Every file is created with mode 0600 in a folder made with mode 0700. A replacing write goes to a
 temporary file in the same folder (created 0600 before any byte is written), is flushed and
@@ -27,6 +28,58 @@ def private_folder(path: Path) -> Path:
     return path
 
 
+class PrivateStream:
+    """A private file written piece by piece (an attachment of 25 MiB is never held whole):
+    the bytes go to a temporary file in the target's folder (created 0600 before any byte is
+    written), and :meth:`commit` fsyncs it and renames it over ``path``; :meth:`abort` (or any
+    failure) removes it, so ``path`` is the old file or the complete new one, never a part.
+    Every method blocks (call them from a worker thread on an event loop).
+
+    Raises:
+        OSError: the folder cannot be written (ENOSPC, EACCES, EPERM, EFBIG ...); nothing is left
+            behind.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        private_folder(self.path.parent)
+        fd, self._tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
+        try:
+            os.fchmod(fd, FILE_MODE)
+            self._file = os.fdopen(fd, "wb")
+        except BaseException:
+            os.close(fd)
+            self.abort()
+            raise
+
+    def write(self, data: bytes) -> None:
+        """Append ``data`` (removes the temporary file if it fails)."""
+        try:
+            self._file.write(data)
+        except BaseException:
+            self.abort()
+            raise
+
+    def commit(self) -> None:
+        """Flush, fsync (file and folder) and rename over ``path``."""
+        try:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+            self._file.close()
+            os.replace(self._tmp, self.path)
+        except BaseException:
+            self.abort()
+            raise
+        _fsync_folder(self.path.parent)
+
+    def abort(self) -> None:
+        """Drop what was written; ``path`` stays as it was."""
+        with contextlib.suppress(OSError, AttributeError):
+            self._file.close()
+        with contextlib.suppress(OSError):
+            os.unlink(self._tmp)
+
+
 def write_private(path: Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` atomically, mode 0600, fsync'd (file and folder).
 
@@ -34,21 +87,9 @@ def write_private(path: Path, data: bytes) -> None:
         OSError: the folder cannot be written (ENOSPC, EACCES, EPERM, EFBIG ...); ``path`` is
             unchanged and no temporary file is left behind.
     """
-    path = Path(path)
-    private_folder(path.parent)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, FILE_MODE)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    _fsync_folder(path.parent)
+    stream = PrivateStream(path)
+    stream.write(data)
+    stream.commit()
 
 
 def create_private(path: Path, data: bytes = b"") -> None:

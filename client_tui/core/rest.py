@@ -25,6 +25,24 @@ from .tokens import RelaySession
 HTTP_TIMEOUT_S = 30.0
 
 
+def relay_error(resp: httpx2.Response) -> ClientError:
+    """The relay's error answer (HTTP >= 400, body read) as a :class:`ClientError` with its
+    ``code``, ``field``, ``detail`` and ``status`` (``client_error`` without a JSON error body)."""
+    try:
+        data = resp.json()
+    except ValueError:
+        return ClientError(f"relay answered {resp.status_code} without JSON", status=resp.status_code)
+    err = data.get("error", {}) if isinstance(data, dict) else {}
+    err = err if isinstance(err, dict) else {}
+    return ClientError(
+        err.get("message", "request failed"),
+        code=err.get("code"),
+        field=err.get("field"),
+        detail=err.get("detail"),
+        status=resp.status_code,
+    )
+
+
 class Rest:
     """REST calls to the relay at ``server_url`` (normalised, ``http(s)://host:port``) over ``tls``.
 
@@ -57,20 +75,12 @@ class Rest:
             resp = await self.http.request(method, path, json=body, auth=self.session if auth else None)
         except httpx2.HTTPError as exc:
             raise self.unreachable(exc) from None
+        if resp.status_code >= 400:
+            raise relay_error(resp)
         try:
-            data = resp.json()
+            return resp.json()
         except ValueError:
             raise ClientError(f"relay answered {resp.status_code} without JSON", status=resp.status_code) from None
-        if resp.status_code >= 400:
-            err = data.get("error", {}) if isinstance(data, dict) else {}
-            raise ClientError(
-                err.get("message", "request failed"),
-                code=err.get("code"),
-                field=err.get("field"),
-                detail=err.get("detail"),
-                status=resp.status_code,
-            )
-        return data
 
     async def check_level(self) -> int:
         """The relay's security level from ``GET /healthz`` (``{"ok": true, "level": N}``), when it
