@@ -141,6 +141,12 @@ SUITES: list[Suite] = [
         lambda a: {"n": _n(a)},
     ),
     Suite(
+        "attachments",
+        "attachment MB/s: encrypt+upload and download+decrypt through a relay, next to AES-GCM's limit",
+        "bench.attachments",
+        lambda a: {"mib": 2 if a.quick else 10, "rounds": 2 if a.quick else 5, "bits": 2048},
+    ),
+    Suite(
         "relay",
         "relay CPU per message and throughput with 50 clients vs a bare echo app (5 s runs each)",
         "bench.relay_load",
