@@ -16,7 +16,7 @@ from shared.errors import ContentInvalid
 
 from .record import Doc, Record
 
-__all__ = ["plaintext", "read", "to_wire"]
+__all__ = ["from_wire", "plaintext", "read", "to_wire"]
 
 
 def to_wire(rec: Record) -> wire.Content:
@@ -78,6 +78,26 @@ def plaintext(rec: Record, scheme: wire.Scheme = wire.DEFAULT_SCHEME) -> bytes:
     return (rec.text or "").encode("utf-8")
 
 
+def from_wire(doc: wire.Content) -> tuple[str | None, Doc]:
+    """The text (a document's body; None without one) and the record's :class:`Doc` of a verified
+    content document."""
+    local = Doc(t=doc.kind, exp=doc.exp or None)
+    text: str | None = getattr(doc, "body", None)
+    if isinstance(doc, wire.Reply | wire.Edit | wire.Delete | wire.React | wire.Read):
+        local.ref = doc.ref
+    if isinstance(doc, wire.React):
+        local.emoji, local.on = doc.emoji, doc.on
+    elif isinstance(doc, wire.Read):
+        local.upto = doc.upto
+    elif isinstance(doc, wire.Attachment):
+        local.att = msgspec.to_builtins(doc.att)
+    elif isinstance(doc, wire.Expire):
+        local.seconds = doc.seconds
+    elif isinstance(doc, wire.Title):
+        local.title = doc.title
+    return text, local
+
+
 def read(data: bytes, cty: str) -> tuple[str | None, Doc, int, int]:
     """The text, document, ``ts`` and counter of an opened envelope's plaintext ``data``.
 
@@ -96,18 +116,5 @@ def read(data: bytes, cty: str) -> tuple[str | None, Doc, int, int]:
     if cty != wire.MEDIA_TYPE:
         return data.decode("utf-8", "replace"), Doc(), -1, -1
     doc = wire.decode(data)
-    local = Doc(t=doc.kind, exp=doc.exp or None)
-    text: str | None = getattr(doc, "body", None)
-    if isinstance(doc, wire.Reply | wire.Edit | wire.Delete | wire.React | wire.Read):
-        local.ref = doc.ref
-    if isinstance(doc, wire.React):
-        local.emoji, local.on = doc.emoji, doc.on
-    elif isinstance(doc, wire.Read):
-        local.upto = doc.upto
-    elif isinstance(doc, wire.Attachment):
-        local.att = msgspec.to_builtins(doc.att)
-    elif isinstance(doc, wire.Expire):
-        local.seconds = doc.seconds
-    elif isinstance(doc, wire.Title):
-        local.title = doc.title
+    text, local = from_wire(doc)
     return text, local, doc.ts, doc.ctr
