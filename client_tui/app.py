@@ -148,6 +148,7 @@ class ChatApp(App):
         assert self.client is not None
         self.prefs = Prefs.load(self.prefs_path)
         self.theme = self.prefs.theme
+        self.client.receipts.enabled = self.prefs.read_receipts
         self.notifier = Notifier(self.prefs, self.write_terminal)
         self.chat = ChatScreen(self.client, self.conversation)
         self.push_screen(self.chat)

@@ -29,6 +29,7 @@ class ChatDialogs:
     app: Any
     client: Any
     conversation: str
+    run_action: Any
 
     def action_new_conversation(self) -> None:
         def done(cid: str | None) -> None:
@@ -62,14 +63,21 @@ class ChatDialogs:
         self.app.push_screen(ContactScreen(self.client, who, users), done)
 
     def action_settings(self) -> None:
-        """F3: theme, notifications, mute this conversation (saved when the dialog closes)."""
+        """F3: theme, notifications, read receipts; mute and the disappearing-message timer of this
+        conversation (saved when the dialog closes; a new timer is sent to the members then)."""
+        cid = self.conversation
+        timer = self.client.expiry.timers.get(cid, 0)
+        title = self.client.titles.get(cid, cid)
+        screen = SettingsScreen(self.app.prefs, cid, title, timer)
 
         def done(_: bool | None) -> None:
             self.app.save_prefs()
+            self.client.receipts.enabled = self.app.prefs.read_receipts
             self.refresh_conversation_labels()
+            if cid and screen.timer != timer:
+                self.run_action(self.client.messaging.set_timer(cid, screen.timer), "timer not set")
 
-        title = self.client.titles.get(self.conversation, self.conversation)
-        self.app.push_screen(SettingsScreen(self.app.prefs, self.conversation, title), done)
+        self.app.push_screen(screen, done)
 
     def action_search(self) -> None:
         """Search the decrypted history on this machine; the picked message is shown selected."""

@@ -18,6 +18,7 @@ from textual.widgets import Footer, Label, ListItem, ListView, Static
 from shared.errors import E2EEError, EnvelopeTooLarge, ErrorCode
 
 from . import audience
+from .chatactions import ChatActions
 from .chatdialogs import ChatDialogs
 from .chatpanes import ChatPanes
 from .connection import StateLog, needs_password
@@ -30,9 +31,11 @@ from .core import (
     KeyChangeBlocked,
     KeyChanged,
     LocalDataWarning,
+    ReadUpTo,
     RecordChanged,
     RttMeasured,
 )
+from .core.expiry import timer_words
 from .core.record import Record
 from .core.transport import tls_label
 from .messagelog import MAX_ROWS, MessageLog
@@ -46,7 +49,7 @@ GAP_GRACE_S = 2.0
 """A counter gap is shown if still open this long after it appeared (late arrivals fill most)."""
 
 
-class ChatScreen(ChatDialogs, ChatPanes, Screen):
+class ChatScreen(ChatActions, ChatDialogs, ChatPanes, Screen):
     """The main window: conversation list | message log + composer | inspector; status bar."""
 
     BINDINGS = [
@@ -62,6 +65,7 @@ class ChatScreen(ChatDialogs, ChatPanes, Screen):
         Binding("ctrl+r", "reconnect", "Reconnect now", show=False, priority=True),
         Binding("ctrl+f", "search", "Search", show=False, priority=True),
         Binding("f3", "settings", "Settings", priority=True),
+        Binding("f4", "message_menu", "Message", priority=True),
         Binding("slash", "search", "Search"),  # from the lists; the composer decides for itself
         Binding("escape", "escape", "Close inspector", show=False),
     ]
@@ -91,6 +95,7 @@ class ChatScreen(ChatDialogs, ChatPanes, Screen):
             with Vertical(id="main"):
                 yield Static("", id="banner")
                 yield MessageLog(self.client.username, id="log")
+                yield Static("", id="context")
                 yield Composer(id="composer", placeholder="Type a message · Enter sends · Ctrl+J new line")
             with VerticalScroll(id="inspector"):
                 yield Static(id="inspector-body")
@@ -105,6 +110,8 @@ class ChatScreen(ChatDialogs, ChatPanes, Screen):
 
     def on_mount(self) -> None:
         self.query_one("#banner").display = False
+        self.query_one("#context").display = False
+        self.log_view.readers = self.client.receipts.readers
         self.query_one("#inspector").display = False
         self.query_one("#composer", Composer).focus()
         self.update_status()
@@ -135,6 +142,9 @@ class ChatScreen(ChatDialogs, ChatPanes, Screen):
         t.append(f"  ·  end-to-end encrypted as {one_line(c.username)}", style="italic")
         if self.conversation in c.inactive:
             t.append("  ·  you are no longer a member", style="bold")
+        seconds = c.expiry.timers.get(self.conversation, 0)
+        if seconds:
+            t.append(f"  ·  ⏱ {timer_words(seconds)}", style="bold")
         return t
 
     # -- status bar --------------------------------------------------------------------------------
@@ -210,6 +220,7 @@ class ChatScreen(ChatDialogs, ChatPanes, Screen):
 
         The composer's unsent text stays with the conversation it was typed in (``drafts``)."""
         if cid != self.conversation:
+            self.cancel_composing()  # a reply or an edit belongs to the conversation it was started in
             composer = self.query_one("#composer", Composer)
             if composer.text:
                 self.drafts[self.conversation] = composer.text
@@ -233,9 +244,19 @@ class ChatScreen(ChatDialogs, ChatPanes, Screen):
         records = await self.client.load_history(cid, limit=MAX_ROWS if show else 200)
         if show is not None and not any(r.lid == show.lid for r in records):  # older: the page that ends with it
             records = await self.client.load_history(cid, before=show.pos + 1e-6)
+        shown = {r.mid for r in records}
+        for ref in {r.content.ref for r in records if r.content.t == "reply"} - shown - {None}:
+            if self.client.history is None:
+                break
+            quoted = [q for q in await self.client.history.by_mid(ref, cid) if q.is_message or q.state == "deleted"]
+            if quoted:
+                self.log_view.quotes[ref] = quoted[0]
         if cid != self.conversation:
             return
         self.log_view.set_records(records, {r.lid: self.client.mark(r) for r in records})
+        theirs = [r for r in records if r.is_message and not r.mine]
+        if theirs:
+            self.client.receipts.seen(theirs[-1])
         self.gaps.pop(cid, None)
         self.refresh_gaps()
         if show is not None:
@@ -257,7 +278,7 @@ class ChatScreen(ChatDialogs, ChatPanes, Screen):
                 rec = ev.record
                 if rec.mine and rec.state == "blocked" and rec.reason == ErrorCode.AUDIENCE_GREW:
                     audience.ask(self, rec)  # members joined since it was written: its author decides
-                if ev.new and not rec.mine:
+                if ev.new and not rec.mine and rec.is_message:
                     self.app.notifier.message(
                         rec,
                         self.client.titles.get(rec.conversation, rec.conversation),
@@ -267,8 +288,9 @@ class ChatScreen(ChatDialogs, ChatPanes, Screen):
                 if rec.conversation == self.conversation:
                     self.log_view.upsert(rec, self.client.mark(rec))
                     gaps_shown = gaps_shown or rec.sender in self.gaps.get(self.conversation, {})
-                    if ev.new and not rec.mine:
+                    if ev.new and not rec.mine and rec.is_message:
                         self.client.mark_read(self.conversation)
+                        self.client.receipts.seen(rec)
                     sel = self.log_view.selected_record
                     if sel is not None and sel.lid == rec.lid:
                         self.refresh_inspector()
@@ -285,6 +307,9 @@ class ChatScreen(ChatDialogs, ChatPanes, Screen):
                     self.ask_password(ev.detail)
             elif isinstance(ev, RttMeasured):
                 status = True
+            elif isinstance(ev, ReadUpTo) and ev.conversation == self.conversation:
+                self.log_view.redraw_mine()
+                self.refresh_inspector()
             elif isinstance(ev, KeyChanged) and ev.rollback:
                 toast(
                     self.app,
@@ -337,6 +362,7 @@ class ChatScreen(ChatDialogs, ChatPanes, Screen):
             return
         blocked = self.client.blocked_by(self.conversation)
         if blocked:
+            self.cancel_composing()
             self._give_back(self.conversation, text)
             self.update_banner()
             toast(
@@ -346,7 +372,8 @@ class ChatScreen(ChatDialogs, ChatPanes, Screen):
                 title="blocked",
             )
             return
-        self._send(self.conversation, text)
+        if not self.send_composed(text):
+            self._send(self.conversation, text)
 
     def _give_back(self, cid: str, text: str) -> None:
         """Put text that was not sent back where it was written: the composer if conversation

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from rich.style import Style
@@ -17,87 +18,15 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from .core.record import Record
-from .inspector import unreadable_text
+from .messagebody import MARK_GLYPH, body_text, day_label, lay_out
 from .safe import harmless
+
+__all__ = ["MAX_ROWS", "MessageLog", "Row", "day_label", "lay_out"]
 
 MAX_ROWS = 1000
 """Most records the log keeps on screen (older ones stay in the history cache)."""
 FLUSH_S = 0.1
 """Least time between two layout updates of the message log while messages stream in."""
-
-STATE_GLYPH = {
-    "sealing": ("…", "dim"),
-    "sending": ("…", "dim"),
-    "stored": ("✓", "dim"),
-    "delivered": ("✓✓", "green"),
-    "blocked": ("⛔ waiting for a key decision", "bold yellow"),
-    "failed": ("✗ not sent", "bold red"),
-}
-MARK_GLYPH = {
-    "verified": ("✔", "bold green"),
-    "unverified": ("·", "dim"),
-    "warning": ("⚠", "bold yellow"),
-    "previous": ("↺ signed by a previous key", "yellow"),
-    "unreadable": ("✖", "bold red"),
-}
-MIN_FIRST_LINE = 12
-"""Fewest cells left to a message's text beside its prefix ("time name mark"); with less, the text
-starts on the line below the prefix."""
-
-
-def lay_out(console, prefix: Text, body: Text, width: int) -> list[Text]:
-    """The lines of one message: ``prefix`` ("time name mark") then ``body``, none wider than
-    ``width`` cells, no character of either left out.
-
-    The first line of the body is wrapped at the width left beside the prefix; the lines after it
-    are indented by the prefix's width, at most a third of ``width``. A prefix that leaves fewer
-    than :data:`MIN_FIRST_LINE` cells (a long name, a long mark, a narrow pane) is drawn alone
-    (wrapped itself if wider than ``width``) and the body starts below it.
-
-    Args:
-        console: the Rich console that measures cells.  prefix, body: styled text.
-        width: the cells of the pane (>= 1).
-    Returns:
-        one ``Text`` per screen line, each at most ``width`` cells.
-    """
-    width = max(1, width)
-    indent = min(prefix.cell_len, width // 3)
-    rest_width = max(1, width - indent)
-    first_width = width - prefix.cell_len
-    if first_width < min(MIN_FIRST_LINE, rest_width):
-        lines = list(prefix.wrap(console, width)) or [Text()]
-        return lines + [Text.assemble(" " * indent, line) for line in body.wrap(console, rest_width)]
-    first = body.wrap(console, first_width)
-    if not first:
-        return [prefix.copy()]
-    head = first[0]
-    rest = body[len(head.plain) :]
-    if rest.plain.startswith("\n"):
-        rest = rest[1:]
-    else:  # the wrap broke at spaces: the next line starts at the next word
-        rest = rest[len(rest.plain) - len(rest.plain.lstrip(" ")) :]
-    out = [Text.assemble(prefix, head)]
-    if rest.plain:
-        out += [Text.assemble(" " * indent, line) for line in rest.wrap(console, rest_width)]
-    return out
-
-
-def day_label(ts_ms: int) -> str:
-    """The day separator's words for a time in ms: Today, Yesterday, "Monday 30 November", or with
-    the year when it is not this year (local time)."""
-    if not ts_ms:
-        return ""
-    t, now = time.localtime(ts_ms / 1000), time.localtime()
-    days = (
-        time.mktime((now.tm_year, now.tm_mon, now.tm_mday, 12, 0, 0, 0, 0, -1))
-        - time.mktime((t.tm_year, t.tm_mon, t.tm_mday, 12, 0, 0, 0, 0, -1))
-    ) / 86400
-    if round(days) == 0:
-        return "Today"
-    if round(days) == 1:
-        return "Yesterday"
-    words = f"{time.strftime('%A', t)} {t.tm_mday} {time.strftime('%B', t)}"
-    return words if t.tm_year == now.tm_year else f"{words} {t.tm_year}"
 
 
 @dataclass
@@ -167,6 +96,10 @@ class MessageLog(ScrollView, can_focus=True):
         self._styles: dict[str, Style] = {}
         self.hint = ""
         """Shown in the middle of an empty list (what to do next)."""
+        self.readers: Callable[[Record], list[str]] = lambda _record: []
+        """Who read one of my messages (their read receipts): the chat screen sets it."""
+        self.quotes: dict[str, Record] = {}
+        """Messages quoted by replies on screen that are not rows themselves (older), by mid."""
 
     # -- the model ---------------------------------------------------------------------------------
     @property
@@ -178,6 +111,43 @@ class MessageLog(ScrollView, can_focus=True):
         if self.selected is None or not 0 <= self.selected < len(self.rows):
             return None
         return self.rows[self.selected].record
+
+    def quoted(self, mid: str | None) -> Record | None:
+        """The message ``mid`` as shown here (a row, or one loaded for a quote); None if neither."""
+        if mid is None:
+            return None
+        for row in self.rows:
+            if row.record is not None and row.record.mid == mid:
+                return row.record
+        return self.quotes.get(mid)
+
+    def remove(self, lid: str) -> None:
+        """Take the record ``lid`` off the screen (deleted, expired, or an action applied)."""
+        row = self._keys.pop(lid, None)
+        if row is None:
+            return
+        i = self.rows.index(row)
+        del self.rows[i]
+        if self.selected is not None and self.selected >= i:
+            self.selected = max(0, self.selected - 1) if self.selected > i else None
+        if row.record is not None and row.record.mid:
+            self.quotes.pop(row.record.mid, None)
+            self.requote(row.record.mid)
+        self._relayout(min(i, len(self.rows)))
+
+    def requote(self, mid: str | None) -> None:
+        """Draw again the replies that quote ``mid`` (it changed: edited, deleted)."""
+        for row in self.rows:
+            if mid and row.record is not None and row.record.content.ref == mid:
+                row.version += 1
+        self._relayout(0)
+
+    def redraw_mine(self) -> None:
+        """Draw my messages again (their read marks changed)."""
+        for row in self.rows:
+            if row.record is not None and row.record.sender == self.me:
+                row.version += 1
+        self._relayout(0)
 
     def clear(self) -> None:
         self.rows, self._keys, self._offsets, self._total, self.selected = [], {}, [], 0, None
@@ -193,7 +163,13 @@ class MessageLog(ScrollView, can_focus=True):
         self.flush()
 
     def upsert(self, record: Record, mark: str) -> None:
-        """Add or update a record (found by ``lid``), keeping the order by ``pos``."""
+        """Add or update a record (found by ``lid``), keeping the order by ``pos``; one that is
+        not ``visible`` (deleted, expired, an action) is taken off instead."""
+        if not record.visible:
+            self.remove(record.lid)
+            return
+        if record.mid and any(r.record is not None and r.record.content.ref == record.mid for r in self.rows):
+            self.requote(record.mid)
         row = self._keys.get(record.lid)
         if row is not None:
             row.record, row.mark, row.version = record, mark, row.version + 1
@@ -381,13 +357,10 @@ class MessageLog(ScrollView, can_focus=True):
         prefix.append(" ")
         prefix.append(glyph, style=gstyle)
         prefix.append(" ")
-        if r.state == "unreadable" or r.text is None:
-            body = Text(unreadable_text(r.reason, r.sender), style=self._style("messagelog--unreadable"))
-        else:
-            body = Text(harmless(r.text))
-        if r.sender == self.me and r.state in STATE_GLYPH:
-            sglyph, sstyle = STATE_GLYPH[r.state]
-            body.append(f"  {sglyph}", style=sstyle)
+        readers = self.readers(r) if r.sender == self.me else []
+        body = body_text(r, me=self.me, quoted=self.quoted(r.content.ref), readers=readers)
+        if r.state == "unreadable":
+            body.stylize(self._style("messagelog--unreadable"))
         strips = above
         for full in lay_out(console, prefix, body, width):
             strips.append(Strip(full.render(console), full.cell_len).apply_style(base))  # the pane's background

@@ -43,12 +43,15 @@ NOTIFY_MODES = (
 @dataclass
 class Prefs:
     """``theme``: a Textual theme name; ``notify``: off | bell | osc9 | desktop; ``show_text``:
-    message text in notifications (off by default); ``muted``: conversation ids that never notify."""
+    message text in notifications (off by default); ``muted``: conversation ids that never notify;
+    ``read_receipts``: tell the other members what I read (end-to-end encrypted receipts; on by
+    default, theirs are shown either way)."""
 
     theme: str = "textual-dark"
     notify: str = "bell"
     show_text: bool = False
     muted: list[str] = field(default_factory=list)
+    read_receipts: bool = True
 
     @classmethod
     def load(cls, path: Path) -> Prefs:
@@ -67,6 +70,7 @@ class Prefs:
             if doc.get("notify") in {m for _, m in NOTIFY_MODES}:
                 p.notify = doc["notify"]
             p.show_text = doc.get("show_text") is True
+            p.read_receipts = doc.get("read_receipts") is not False
             p.muted = (
                 [c for c in doc.get("muted", []) if isinstance(c, str)] if isinstance(doc.get("muted"), list) else []
             )
@@ -76,14 +80,21 @@ class Prefs:
         write_private(Path(path), json.dumps(asdict(self), indent=1).encode())
 
 
+TIMERS = (("off", 0), ("5 minutes", 300), ("1 hour", 3600), ("1 day", 86400), ("1 week", 604800))
+"""Disappearing-message timers offered for a conversation (seconds; 0: off)."""
+
+
 class SettingsScreen(ModalScreen[bool]):
-    """Theme, notifications and mute for the open conversation; applied at once, saved on close."""
+    """Theme, notifications, read receipts; mute and the disappearing-message timer of the open
+    conversation. Applied at once, saved on close; ``timer`` is the timer chosen (the chat
+    screen sends it to the members when the dialog closes, if it changed)."""
 
     BINDINGS = [Binding("escape", "dismiss(True)", "Close", show=True)]
 
-    def __init__(self, prefs: Prefs, conversation: str = "", title: str = "") -> None:
+    def __init__(self, prefs: Prefs, conversation: str = "", title: str = "", timer: int = 0) -> None:
         super().__init__()
         self.prefs, self.conversation, self.conv_title = prefs, conversation, title
+        self.timer = timer
 
     def compose(self) -> ComposeResult:
         p = self.prefs
@@ -94,7 +105,11 @@ class SettingsScreen(ModalScreen[bool]):
             yield Label("notify about new messages")
             yield Select(NOTIFY_MODES, value=p.notify, allow_blank=False, id="notify")
             yield Checkbox("show the message text in notifications", p.show_text, id="show-text")
+            yield Checkbox("send read receipts (end-to-end encrypted)", p.read_receipts, id="read-receipts")
             if self.conversation:
+                yield Label("disappearing messages here (for every member)")
+                offered = TIMERS if self.timer in {s for _, s in TIMERS} else (*TIMERS, (f"{self.timer} s", self.timer))
+                yield Select(offered, value=self.timer, allow_blank=False, id="timer")
                 yield Checkbox(
                     plain(f"mute {one_line(self.conv_title)[:40]}", newlines=False),
                     self.conversation in p.muted,
@@ -115,6 +130,14 @@ class SettingsScreen(ModalScreen[bool]):
     @on(Checkbox.Changed, "#show-text")
     def _show_text(self, event: Checkbox.Changed) -> None:
         self.prefs.show_text = event.value
+
+    @on(Checkbox.Changed, "#read-receipts")
+    def _read_receipts(self, event: Checkbox.Changed) -> None:
+        self.prefs.read_receipts = event.value
+
+    @on(Select.Changed, "#timer")
+    def _timer(self, event: Select.Changed) -> None:
+        self.timer = int(event.value)  # type: ignore[arg-type]
 
     @on(Checkbox.Changed, "#mute")
     def _mute(self, event: Checkbox.Changed) -> None:

@@ -28,8 +28,9 @@ __all__ = [
 
 
 class Composer(TextArea):
-    """The message composer: Enter sends; Alt+Enter, Shift+Enter or Ctrl+J adds a line; pasted text
-    (many lines, emoji, CJK, right-to-left) is kept exactly."""
+    """The message composer: Enter sends; Alt+Enter, Shift+Enter or Ctrl+J adds a line; Up in an
+    empty composer edits my last message; pasted text (many lines, emoji, CJK, right-to-left) is
+    kept exactly."""
 
     # Not a priority binding: Enter must be handled in order after the characters typed before it.
     BINDINGS = [Binding("enter", "submit", "Send", show=True)]
@@ -67,6 +68,9 @@ class Composer(TextArea):
     class SearchRequested(Message):
         """``/`` pressed in an empty composer: the user wants to search, not to write a ``/``."""
 
+    class EditLast(Message):
+        """Up pressed in an empty composer: the user wants to edit their last message."""
+
     def _on_key(self, event: events.Key) -> None:
         # Decided here, in key order: a binding of the screen would see the text as it was before
         # keys still queued for the composer (fast typing, tmux send-keys) and steal a "/" mid-text.
@@ -74,6 +78,10 @@ class Composer(TextArea):
             event.stop()
             event.prevent_default()
             self.post_message(self.SearchRequested())
+        elif event.key == "up" and not self.text:
+            event.stop()
+            event.prevent_default()
+            self.post_message(self.EditLast())
         elif event.key == "enter":
             event.stop()
             event.prevent_default()

@@ -17,7 +17,9 @@ from .errors import (
     KeyChangeBlocked,
     LogUnavailable,
     MemberWithoutKey,
+    NotAuthor,
     SenderKeyUnavailable,
+    UnknownReference,
 )
 from .events import (
     ConnectionState,
@@ -32,6 +34,7 @@ from .events import (
     MessageReceived,
     MessageStored,
     MessageUnreadable,
+    ReadUpTo,
     RecordChanged,
     RttMeasured,
     Sent,
@@ -59,9 +62,11 @@ __all__ = [
     "LocalDataWarning",
     "LogUnavailable",
     "MemberWithoutKey",
+    "NotAuthor",
     "MessageReceived",
     "MessageStored",
     "MessageUnreadable",
+    "ReadUpTo",
     "RecordChanged",
     "RecordState",
     "RotationNotSaved",
@@ -69,5 +74,6 @@ __all__ = [
     "SenderKeyUnavailable",
     "Sent",
     "Shown",
+    "UnknownReference",
     "default_profile_root",
 ]
