@@ -68,13 +68,19 @@ branch is defined, in this order, in one module of this package: :mod:`.codes` (
     │   │   ├── PolicyViolation   policy_violation
     │   │   ├── MembershipFork    membership_fork
     │   │   └── MembershipWithheld  membership_withheld
-    │   └── AttachmentInvalid     attachment_invalid
-    │       ├── AttachmentKeyMismatch  attachment_key_mismatch
-    │       ├── AttachmentHashMismatch  attachment_hash_mismatch
-    │       ├── AttachmentTruncated  attachment_truncated
-    │       ├── AttachmentSizeMismatch  attachment_size_mismatch
-    │       ├── ChunkTampered     chunk_tampered
-    │       └── ChunkOutOfOrder   chunk_out_of_order
+    │   ├── AttachmentInvalid     attachment_invalid
+    │   │   ├── AttachmentKeyMismatch  attachment_key_mismatch
+    │   │   ├── AttachmentHashMismatch  attachment_hash_mismatch
+    │   │   ├── AttachmentTruncated  attachment_truncated
+    │   │   ├── AttachmentSizeMismatch  attachment_size_mismatch
+    │   │   ├── ChunkTampered     chunk_tampered
+    │   │   └── ChunkOutOfOrder   chunk_out_of_order
+    │   └── TransparencyFailed    transparency_failed
+    │       ├── InclusionProofInvalid  inclusion_proof_invalid
+    │       ├── ConsistencyProofInvalid  consistency_proof_invalid
+    │       ├── TreeHeadInvalid   tree_head_invalid
+    │       ├── SplitView         split_view
+    │       └── LogKeyMismatch    log_key_mismatch
     ├── AuthFailed                auth_failed [401]
     │   └── SessionEnded          session_ended
     ├── Forbidden                 forbidden [403]
@@ -161,14 +167,17 @@ from .verification import (
     ChallengeMismatch,
     ChunkOutOfOrder,
     ChunkTampered,
+    ConsistencyProofInvalid,
     ConversationMismatch,
     DecryptionFailed,
     DirectionMismatch,
     EpochMismatch,
     EpochSkipped,
+    InclusionProofInvalid,
     KeyAnswerMismatch,
     KeyChangeUnreviewed,
     KeyCommitmentInvalid,
+    LogKeyMismatch,
     MembershipFork,
     MembershipInvalid,
     MembershipWithheld,
@@ -180,7 +189,10 @@ from .verification import (
     SenderMismatch,
     SessionMismatch,
     SignatureInvalid,
+    SplitView,
     StatementSignatureInvalid,
+    TransparencyFailed,
+    TreeHeadInvalid,
     UnknownSenderKey,
     UnwrapFailed,
     VerificationFailed,
@@ -252,6 +264,12 @@ __all__ = [
     "AttachmentSizeMismatch",
     "ChunkTampered",
     "ChunkOutOfOrder",
+    "TransparencyFailed",
+    "InclusionProofInvalid",
+    "ConsistencyProofInvalid",
+    "TreeHeadInvalid",
+    "SplitView",
+    "LogKeyMismatch",
     "AuthFailed",
     "SessionEnded",
     "Forbidden",

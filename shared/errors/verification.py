@@ -42,6 +42,12 @@ __all__ = [
     "AttachmentSizeMismatch",
     "ChunkTampered",
     "ChunkOutOfOrder",
+    "TransparencyFailed",
+    "InclusionProofInvalid",
+    "ConsistencyProofInvalid",
+    "TreeHeadInvalid",
+    "SplitView",
+    "LogKeyMismatch",
 ]
 
 
@@ -287,3 +293,46 @@ class ChunkOutOfOrder(AttachmentInvalid):
         super().__init__(message, field="chunk")
         self.index, self.sealed_at = index, sealed_at
         self.detail = {"index": index, "sealed_at": sealed_at}
+
+
+# -- the key transparency log (docs/PROTOCOL.md §14; shared.merkle, shared.kt) -----------------------
+class TransparencyFailed(VerificationFailed):
+    """What the relay showed of its key transparency log does not verify: no key from that answer
+    is pinned or used."""
+
+    code = ErrorCode.TRANSPARENCY_FAILED
+
+
+class InclusionProofInvalid(TransparencyFailed):
+    """An inclusion proof (RFC 9162 §2.1.3) does not lead from the leaf to the signed head's root:
+    the key answered is not in the log the relay signed."""
+
+    code = ErrorCode.INCLUSION_PROOF_INVALID
+
+
+class ConsistencyProofInvalid(TransparencyFailed):
+    """A consistency proof (RFC 9162 §2.1.4) between two signed heads does not verify: the newer
+    head is not an append-only extension of the older one (history was rewritten or forked)."""
+
+    code = ErrorCode.CONSISTENCY_PROOF_INVALID
+
+
+class TreeHeadInvalid(TransparencyFailed):
+    """A signed tree head is malformed, not signed by the relay's pinned log key, or smaller than a
+    head already verified (a log cannot shrink)."""
+
+    code = ErrorCode.TREE_HEAD_INVALID
+
+
+class SplitView(TransparencyFailed):
+    """Two heads signed by the relay for the same tree size have different roots, or cannot be
+    proven consistent: the relay is showing two users (``field``: the other one) different key
+    directories. Both signed heads are the evidence."""
+
+    code = ErrorCode.SPLIT_VIEW
+
+
+class LogKeyMismatch(TransparencyFailed):
+    """The monitor: the log holds a key under my name that I did not publish, or lacks one I did."""
+
+    code = ErrorCode.LOG_KEY_MISMATCH
