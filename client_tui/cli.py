@@ -5,6 +5,8 @@
     e2ee-chat --user bob                                   # open bob's newest conversation
     e2ee-chat register --user dora [--bits 3072]           # create an account without the window
     e2ee-chat send --user alice --to bob --text "hi"       # send one message, print its seq
+    e2ee-chat send --to bob --attach report.pdf [--text C] # send a file (progress on stderr)
+    e2ee-chat get-attachment MID --out PATH                # save a received file (verified, 0600)
     e2ee-chat tail [--user bob] [-n 20] [--follow] [--json]  # print messages (stored, then new ones)
     e2ee-chat search [--user bob] TEXT                     # search the history on this machine
     e2ee-chat keys show|export|import|accept|verify|rotate [CONTACT] ...
@@ -40,7 +42,7 @@ from shared.errors import E2EEError, InvalidRequest
 from shared.keys import fingerprint, safety_number
 from shared.names import canonical_username
 
-from . import commands, credentials
+from . import commands, credentials, filecommands
 from .cliargs import build_parser
 from .commands import EXIT_BLOCKED, EXIT_FAILED, err
 from .commands import fail as _fail
@@ -55,6 +57,7 @@ __all__ = ["EXIT_BLOCKED", "EXIT_FAILED", "build_parser", "main", "run_app"]
 # what each sub-command needs before it starts: the relay password, the keystore passphrase
 NEEDS = {
     "send": ("password", "passphrase"),
+    "get-attachment": ("password", "passphrase"),
     "tail": ("password", "passphrase"),
     "search": ("passphrase",),
     "register": ("password", "passphrase"),
@@ -162,6 +165,8 @@ def _prepare(parser: argparse.ArgumentParser, argv: list[str] | None):
         usage.error(exc.message)
     if args.command == "keys" and args.action in ("import", "export") and not args.file:
         usage.error(f"keys {args.action} needs --file")
+    if args.command == "send" and args.text is None and not args.attach:
+        usage.error("send needs --text, --attach, or both (the text is then the file's caption)")
     return args
 
 
@@ -214,7 +219,8 @@ def main(argv: list[str] | None = None) -> int:
         _ask_secrets(args)
         logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
         runner = {
-            "send": commands.send,
+            "send": filecommands.send_file if getattr(args, "attach", None) else commands.send,
+            "get-attachment": filecommands.get_attachment,
             "tail": commands.tail,
             "keys": _keys,
             "register": commands.register,

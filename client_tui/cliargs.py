@@ -37,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="e2ee-chat",
         description="End-to-end encrypted terminal chat.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="Sub-commands: register, send, tail, search, keys (e2ee-chat SUB-COMMAND --help).",
+        epilog="Sub-commands: register, send, get-attachment, tail, search, keys (e2ee-chat SUB-COMMAND --help).",
     )
     _common(p, sub=False)
     p.add_argument("--register", action="store_true", help="create the account and its keys first")
@@ -51,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--title", help="title of the new conversation")
     p.add_argument("--conversation", help="open this conversation id")
-    sub = p.add_subparsers(dest="command", metavar="{register,send,tail,search,keys}")
+    sub = p.add_subparsers(dest="command", metavar="{register,send,get-attachment,tail,search,keys}")
     p.subcommands = {}
 
     def add(name: str, text: str) -> argparse.ArgumentParser:
@@ -71,7 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="recipients (comma-separated); their newest shared conversation, or a new one",
     )
     target.add_argument("--conversation", dest="conversation", help="conversation id")
-    s.add_argument("--text", required=True, help="the message ('-' reads standard input)")
+    s.add_argument("--text", help="the message ('-' reads standard input); with --attach, its caption")
+    s.add_argument("--attach", metavar="PATH", help="send this file (sealed here, stored by the relay as ciphertext)")
     s.add_argument("--title", help="title if a conversation is created")
     s.add_argument(
         "--wait-delivered",
@@ -80,6 +81,10 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="also wait until every member acknowledged it",
     )
+
+    g = add("get-attachment", "save the file of an attachment message stored here (verified; mode 0600)")
+    g.add_argument("mid", help="the message id (tail --json shows it)")
+    g.add_argument("--out", type=Path, required=True, help="the file to write (never replaces one)")
 
     t = add("tail", "print the latest messages, then new ones (offline: the stored ones)")
     t.add_argument("--conversation", help="only this conversation")

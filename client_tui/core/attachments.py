@@ -1,6 +1,7 @@
 """Attachments on the client (docs/PROTOCOL.md §13.3, §13.4): a file sealed in chunks under a
 fresh key and streamed to the relay's blob store, and a blob streamed back, verified chunk by
-chunk and as a whole, and opened into a 0600 file.
+chunk and as a whole, and opened into a 0600 file; :class:`Attachments` sends a file as a message
+(its reference in an ``attachment`` document) and saves the file of one.
 
 Neither direction holds the file whole: the upload reads, seals and sends about 1 MiB at a time,
 the download decrypts what arrived and appends it to a :class:`~client_tui.core.private.PrivateStream`
@@ -18,8 +19,10 @@ import mimetypes
 import os
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx2
+import msgspec
 
 from shared import content
 from shared.attachment import DEFAULT_CHUNK, AttachmentDecryptor, AttachmentEncryptor, blob_size, max_plaintext
@@ -27,10 +30,15 @@ from shared.b64 import b64u_decode, b64u_encode
 from shared.content import AttachmentRef
 from shared.errors import BlobTooLarge, InvalidRequest, QuotaExceeded
 
+from .outbox import SEND_TIMEOUT_S
 from .private import PrivateStream
+from .record import Doc, Record
 from .rest import Rest, relay_error
 
-__all__ = ["Progress", "upload", "download", "HOP_BYTES"]
+if TYPE_CHECKING:
+    from .client import ChatClient
+
+__all__ = ["Attachments", "Progress", "upload", "download", "HOP_BYTES"]
 
 log = logging.getLogger("e2ee.client.attachments")
 Progress = Callable[[int, int], None]
@@ -67,6 +75,7 @@ async def upload(
     name: str | None = None,
     media_type: str | None = None,
     chunk: int = DEFAULT_CHUNK,
+    caption: str = "",
     progress: Progress | None = None,
 ) -> AttachmentRef:
     """Seal the file at ``path`` under a fresh 32-byte key and store it as a blob of
@@ -74,7 +83,8 @@ async def upload(
 
     Args:
         name: the name shown to recipients (default the file's own); ``media_type`` default
-            guessed from it (``application/octet-stream`` otherwise).
+            guessed from it (``application/octet-stream`` otherwise); ``caption``: the text the
+            message will carry (checked with them before anything is sent).
         chunk: plaintext bytes per chunk (1 KiB..4 MiB, default 64 KiB).
         progress: called with (blob bytes sent, blob size) after each piece.
 
@@ -210,3 +220,58 @@ async def download(rest: Rest, ref: AttachmentRef, out: Path, *, progress: Progr
         raise
     log.info("attachment opened blob=%s bytes=%d", ref.id, ref.size)
     return Path(out)
+
+
+class Attachments:
+    """Files as messages for one :class:`~client_tui.core.ChatClient` (``client.attachments``):
+    the blob goes to the relay first, then an ``attachment`` document (its reference and a
+    caption) is sealed to the conversation's members through the outbox like any message."""
+
+    def __init__(self, client: ChatClient) -> None:
+        self.c = client
+
+    async def send(
+        self,
+        conversation: str,
+        path: Path,
+        *,
+        caption: str = "",
+        progress: Progress | None = None,
+        wait: bool = True,
+        timeout: float = SEND_TIMEOUT_S,
+    ) -> Record:
+        """Upload the file at ``path`` (:func:`upload`) and send its reference with ``caption``;
+        returns the message's record (stored, with ``wait``). A blob whose message is then not
+        sent (a key change, members who joined meanwhile) is deleted by the relay's retention.
+
+        Raises:
+            as :func:`upload`; then as :meth:`ChatClient.send_text` (KeyChangeBlocked, AudienceGrew,
+            ContentInvalid, ClientError, TimeoutError).
+        """
+        ref = await upload(self.c.rest, conversation, path, caption=caption, progress=progress)
+        item = await self.c.outgoing.queue(
+            conversation, caption, not wait, Doc(t="attachment", att=msgspec.to_builtins(ref))
+        )
+        if wait:
+            await self.c.outgoing.stored(item, timeout)
+        return item.record
+
+    async def reference(self, mid: str) -> AttachmentRef:
+        """The reference carried by the attachment message ``mid`` stored here.
+
+        Raises:
+            UnknownReference: no message ``mid`` here; InvalidRequest (``field`` ``mid``): it
+                carries no file.
+        """
+        rec = await self.c.messaging.message(mid)
+        if rec.content.t != "attachment" or not rec.content.att:
+            raise InvalidRequest(f"message {mid} carries no file", field="mid")
+        return msgspec.convert(rec.content.att, AttachmentRef)
+
+    async def save(self, mid: str, out: Path, *, progress: Progress | None = None) -> Path:
+        """Download, verify and open the file of attachment message ``mid`` into ``out`` (0600).
+
+        Raises:
+            as :meth:`reference` and :func:`download`.
+        """
+        return await download(self.c.rest, await self.reference(mid), out, progress=progress)

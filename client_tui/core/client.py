@@ -44,6 +44,7 @@ from shared.session import (
 
 from .. import session_socket
 from . import account, keystore, membership_ops, profiles, transport
+from .attachments import Attachments
 from .connection import Connection
 from .errors import ClientError
 from .events import ConnectionState, ConnState, Event, RttMeasured, Sent
@@ -129,6 +130,7 @@ class ChatClient(Rotation):
         self.inbox = Inbox(self)
         self.outgoing = Outbox(self)
         self.messaging = Messaging(self)  # replies, edits, deletes, reactions, timers
+        self.attachments = Attachments(self)  # files as messages
         self.receipts = Receipts(self)  # end-to-end read receipts
         self.expiry = Expiry(self)  # disappearing messages
         self.connection = Connection(self, backoff)

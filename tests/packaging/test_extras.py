@@ -145,7 +145,7 @@ def test_every_subcommand_prints_its_version(capsys):
     scripts = {ep.name: ep for ep in entry_points(group="console_scripts") if ep.name.startswith("e2ee-")}
     from bench.suites import SUITES
 
-    cases = [["e2ee-chat", sub] for sub in ("register", "send", "tail", "search", "keys")]
+    cases = [["e2ee-chat", sub] for sub in ("register", "send", "get-attachment", "tail", "search", "keys")]
     cases += [["e2ee-chat", "keys", action] for action in ("show", "export", "import", "accept", "verify", "rotate")]
     cases += [["e2ee-chat", "send", "--to", "bob"], ["e2ee-bench", "report"]]
     cases += [["e2ee-bench", s.name] for s in SUITES]

@@ -3,7 +3,8 @@
 A group chat of three real clients runs through a real relay, with a wiretap (a TCP proxy,
 ``tests/security/wiretap.py``) between them. Afterwards every canary plaintext is searched, as
 UTF-8, JSON-escaped, hex, base64 and base64url (each at the three byte alignments), in:
-the relay's database file, its WAL and shared-memory files (while it runs and after it stopped),
+the relay's database file (where it also keeps attachment blobs: a file of canary lines is
+uploaded and downloaded too), its WAL and shared-memory files (while it runs and after it stopped),
 its log and its stdout/stderr, every websocket frame it received and sent, every HTTP exchange,
 and the relay process's writable memory. Level 4: 0 hits. The same chat at level 3 (where the
 relay decrypts to read) is found by the same search, so the search is shown to work.
@@ -18,6 +19,7 @@ import secrets
 import pytest
 
 from client_tui.core import MessageReceived
+from client_tui.core.attachments import download, upload
 from client_tui.levels import LevelClient, LevelMessage
 from tests.helpers.clients import barrier
 from tests.helpers.wiretap import Wiretap, files, forms, frame_types, process_memory, search
@@ -35,7 +37,9 @@ def canaries() -> dict[str, list[str]]:
     }
 
 
-async def chat_l4(world, url: str, texts: dict[str, list[str]]) -> None:
+async def chat_l4(world, url: str, texts: dict[str, list[str]]) -> list[str]:
+    """The chat, then a file of canary lines that alice uploads and bob downloads (its canary is
+    returned: the attachment's plaintext is searched for too)."""
     relay = world.relays[-1]
     clients = {u: await world.client(relay, u, url=url) for u in USERS}
     conv = await clients["alice"].create_conversation("canaries", ["bob", "carol"])
@@ -48,11 +52,19 @@ async def chat_l4(world, url: str, texts: dict[str, list[str]]) -> None:
         await barrier(c)
         expected = sorted(t for v, ts in texts.items() if v != u for t in ts)
         assert sorted(e.text for e in world.rec(c).of(MessageReceived)) == expected  # the chat worked
+    canary = f"canary-file-{secrets.token_hex(12)}"
+    folder = world.root / "files"
+    folder.mkdir()
+    data = b"".join(f"{canary} line {i}\n".encode() for i in range(20_000))  # ~780 KiB, 12 chunks
+    (folder / "notes.txt").write_bytes(data)
+    ref = await upload(clients["alice"].rest, conv, folder / "notes.txt")
+    assert (await download(clients["bob"].rest, ref, folder / "bob.txt")).read_bytes() == data
     for c in clients.values():
         await c.close()
+    return [canary]
 
 
-async def chat_l3(world, url: str, texts: dict[str, list[str]]) -> None:
+async def chat_l3(world, url: str, texts: dict[str, list[str]]) -> list[str]:
     relay = world.relays[-1]
     accounts = {u: await world.client(relay, u, url=url, connect=False, level=3) for u in USERS}
     conv = await accounts["alice"].create_conversation("canaries", ["bob", "carol"])
@@ -68,6 +80,7 @@ async def chat_l3(world, url: str, texts: dict[str, list[str]]) -> None:
         assert sorted(m.text for m in got) == sorted(t for v, ts in texts.items() if v != u for t in ts)
     for c in clients.values():
         await c.close()
+    return []
 
 
 async def run(world, level: int) -> tuple[list[str], dict[str, bytes], dict[str, int], dict[str, int]]:
@@ -78,7 +91,7 @@ async def run(world, level: int) -> tuple[list[str], dict[str, bytes], dict[str,
     texts = canaries()
     tap = await Wiretap(relay.port).start()
     try:
-        await (chat_l4 if level == 4 else chat_l3)(world, tap.url, texts)
+        files_canaries = await (chat_l4 if level == 4 else chat_l3)(world, tap.url, texts)
         blobs = {f"{n} (live)": b for n, b in files(relay.data_dir, *DB_FILES).items()}
         blobs["relay memory"] = process_memory(relay.proc.pid)
     finally:
@@ -90,7 +103,7 @@ async def run(world, level: int) -> tuple[list[str], dict[str, bytes], dict[str,
     blobs["frames received"] = b"\n".join(received)
     blobs["frames sent"] = b"\n".join(sent)
     blobs["http exchanges"] = b"\n".join(tap.http())
-    return [t for ts in texts.values() for t in ts], blobs, frame_types(received), frame_types(sent)
+    return [t for ts in texts.values() for t in ts] + files_canaries, blobs, frame_types(received), frame_types(sent)
 
 
 @pytest.mark.process  # the relay process's memory and output are searched
@@ -104,8 +117,12 @@ async def test_level4_relay_holds_no_plaintext_anywhere(world):
         "relay.stdout",
         "relay memory",
     } <= set(blobs)
-    assert received["send"] == len(texts)  # every message went through the wiretap ...
-    assert sent["msg"] == len(texts) * (len(USERS) - 1)  # ... and every delivery
+    assert (
+        received["send"] == len(texts) - 1
+    )  # every message went through the wiretap (the last canary is a file's) ...
+    assert sent["msg"] == (len(texts) - 1) * (len(USERS) - 1)  # ... and every delivery
+    assert b"POST /v1/blobs?conversation=" in blobs["http exchanges"]  # the file went through too ...
+    assert b"GET /v1/blobs/" in blobs["http exchanges"]  # ... and came back
     hits = search(blobs, texts)
     print(
         f"\nL4 blindness: {len(texts)} canaries x {sum(len(v) for v in forms(texts[1]).values())} forms "
