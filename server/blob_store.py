@@ -26,7 +26,7 @@ from shared.errors import Forbidden, NotFound, QuotaExceeded
 
 from .models import Blob, BlobFetch, BlobPart, Member, User
 
-PART_BYTES = 256 * 1024  # bytes per blob_parts row
+PART_BYTES = 1024 * 1024  # bytes per blob_parts row (a download reads parts in order until none is left)
 INCOMPLETE_BLOB_MS = 3_600_000  # an upload not completed within an hour is abandoned
 
 

@@ -12,6 +12,8 @@ streamed part by part. A refused or broken upload leaves nothing stored.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator
 
@@ -88,10 +90,20 @@ async def upload(request: Request) -> Response:
 
 
 async def _store(request: Request, st: State, user: User, cid: str, room: int, used: int) -> tuple[str, int]:
-    """Stream the body into a new blob; on any failure delete what was stored and re-raise."""
+    """Stream the body into a new blob, one part written while the next is read (at most one
+    write in flight); on any failure delete what was stored and re-raise."""
     blob_id = blob_store.new_blob_id()
     await st.writer.run(blob_store.begin(blob_id, cid, user.id, now_ms()))
     size, parts, pending = 0, 0, bytearray()
+    writing: asyncio.Future[None] | None = None
+
+    async def put(data: bytes) -> None:
+        nonlocal writing, parts
+        if writing is not None:
+            await writing
+        writing = asyncio.ensure_future(st.writer.run(blob_store.put_part(blob_id, parts, data), background=True))
+        parts += 1
+
     try:
         async for piece in request.stream():
             size += len(piece)
@@ -99,16 +111,19 @@ async def _store(request: Request, st: State, user: User, cid: str, room: int, u
                 raise blob_store.quota_exceeded(st.settings.blob_quota_bytes, used)
             pending += piece
             while len(pending) >= blob_store.PART_BYTES:
-                data = bytes(pending[: blob_store.PART_BYTES])
+                await put(bytes(pending[: blob_store.PART_BYTES]))
                 del pending[: blob_store.PART_BYTES]
-                await st.writer.run(blob_store.put_part(blob_id, parts, data), background=True)
-                parts += 1
         if size == 0:
             raise InvalidRequest("body: an empty blob", field="body")
         if pending:
-            await st.writer.run(blob_store.put_part(blob_id, parts, bytes(pending)), background=True)
+            await put(bytes(pending))
+        if writing is not None:
+            await writing
         await st.writer.run(blob_store.finish(blob_id, user.id, size, st.settings.blob_quota_bytes))
     except BaseException as exc:
+        if writing is not None:
+            with contextlib.suppress(Exception):
+                await writing
         await st.writer.run(blob_store.discard(blob_id), background=True)
         if isinstance(exc, ClientDisconnect):
             log.info("blob upload abandoned by=%s after %d bytes", user.username, size)
@@ -124,18 +139,26 @@ async def download(request: Request) -> Response:
     blob_id = request.path_params["blob_id"]
     async with st.sessions() as session:
         blob = await blob_store.readable(session, blob_id, user.id)
-    parts = -(-blob.size // blob_store.PART_BYTES)
+
+    async def fetch(index: int) -> bytes | None:
+        async with st.sessions() as session:
+            return await blob_store.part(session, blob_id, index)
 
     async def body() -> AsyncIterator[bytes]:
-        sent = 0
-        for index in range(parts):
-            async with st.sessions() as session:
-                data = await blob_store.part(session, blob_id, index)
-            if data is None:  # deleted meanwhile: the client sees a short blob (attachment_truncated)
-                log.warning("blob id=%s lost part %d while it was sent to %s", blob_id, index, user.username)
-                return
-            sent += len(data)
-            yield data
+        """The parts in order, the next one read while this one is sent."""
+        sent, index = 0, 0
+        upcoming = asyncio.ensure_future(fetch(0))
+        try:
+            while (data := await upcoming) is not None:
+                index += 1
+                upcoming = asyncio.ensure_future(fetch(index))
+                sent += len(data)
+                yield data
+        finally:
+            upcoming.cancel()
+        if sent != blob.size:  # deleted meanwhile: the client sees a short blob (attachment_truncated)
+            log.warning("blob id=%s: %d of %d bytes left to send to %s", blob_id, sent, blob.size, user.username)
+            return
         await st.writer.run(blob_store.mark_fetched(blob_id, user.id, now_ms()))
         log.info("blob fetched id=%s by=%s bytes=%d", blob_id, user.username, sent)
 

@@ -115,10 +115,10 @@ async def upload(
         async def body() -> AsyncIterator[bytes]:
             pieces, sent = encryptor.stream(f.read), 0
             while batch := await asyncio.to_thread(_take, pieces, HOP_BYTES):
-                for piece in batch:
-                    yield piece
-                    sent += len(piece)
-                    report(sent, total)
+                piece = b"".join(batch)  # one socket write per hop, not one per chunk
+                yield piece
+                sent += len(piece)
+                report(sent, total)
 
         headers = {
             "Authorization": f"Bearer {await rest.socket_token()}",

@@ -1,7 +1,7 @@
 """blobs: attachment blobs stored by the relay (docs/PROTOCOL.md §13)
 
 ``blobs`` (one row per upload: conversation, owner, size, complete), ``blob_parts`` (its bytes in
-parts of at most 256 KiB, in the database so relays sharing PostgreSQL serve each other's blobs)
+parts (``server.blob_store.PART_BYTES``), in the database so relays sharing PostgreSQL serve each other's blobs)
 and ``blob_fetches`` (who may fetch it and whether they did: retention deletes a blob once all
 did, as it deletes an envelope once every recipient acknowledged it).
 
