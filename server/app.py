@@ -19,10 +19,11 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from shared.errors import BlobTooLarge, BodyTooLarge, E2EEError
 
-from . import blobs_api, conversations_api, keys_api, metrics, session_api
+from . import blobs_api, conversations_api, keys_api, kt_api, kt_store, metrics, session_api
 from .auth import Passwords, Tokens
 from .bodycap import BodyCap
 from .db import commits_wait_for_disk, create_engine, create_writer_engine, sessionmaker
+from .kt_log import KtLog
 from .relay import Relay
 from .retention import Retention
 from .sessions import BearerAuth
@@ -61,6 +62,9 @@ routes = [
     Route("/v1/users/{username}/keys", keys_api.user_keys),
     Route("/v1/users/{username}/keys/history", keys_api.user_key_history),
     Route("/v1/keys/rotate", keys_api.rotate_keys, methods=["POST"]),
+    Route("/v1/kt/head", kt_api.head),
+    Route("/v1/kt/consistency", kt_api.consistency),
+    Route("/v1/kt/entries", kt_api.entries),
     Route("/v1/conversations", conversations_api.create_conversation, methods=["POST"]),
     Route("/v1/conversations", conversations_api.list_conversations, methods=["GET"]),
     Route("/v1/conversations/{cid}/log", conversations_api.append_statement, methods=["POST"]),
@@ -107,6 +111,10 @@ def create_app(settings: Settings) -> Starlette:
             await relay.broker.start()
         retention = Retention(settings, writer)
         retention.start()
+        ktlog = KtLog(sessions, settings.resolve_kt_key())
+        logged = await writer.run(kt_store.backfill)
+        size = await ktlog.sync()
+        log.info("key transparency log: %d leaves (%d appended for keys published before it)", size, logged)
         app.state.e2ee = State(
             settings,
             sessions,
@@ -117,6 +125,7 @@ def create_app(settings: Settings) -> Starlette:
             Limits.from_settings(settings),
             settings.resolve_operator_token(),
             retention,
+            ktlog,
         )
         log.info("relay ready level=%d db=%s", settings.level, engine.dialect.name)
         try:

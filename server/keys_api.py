@@ -9,7 +9,7 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
-from shared import frames, keys, rotation
+from shared import frames, keys, kt, rotation
 from shared.b64 import b64u_decode, b64u_encode
 from shared.errors import (
     Conflict,
@@ -106,36 +106,53 @@ def _key_fetch(request: Request) -> tuple[State, str]:
     return st, canonical_username(request.path_params["username"])
 
 
+def _with_proof(doc: dict[str, object], row: UserKey, proofs: dict[int, kt.Inclusion]) -> dict[str, object]:
+    """``doc`` with ``"kt"``: the key row's inclusion proof to a signed head (§14); a row the log
+    does not hold yet goes without, and clients refuse it."""
+    proof = proofs.get(row.id)
+    if proof is None:
+        log.warning("key row %d is not in the key transparency log", row.id)
+        return doc
+    return {**doc, "kt": proof.to_json()}
+
+
 async def user_keys(request: Request) -> Response:
-    """The user's current keys (``{"username", "wrap_key", "sign_key", "wrap_kid", "sign_kid"}``)."""
+    """The user's current keys (``{"username", "wrap_key", "sign_key", "wrap_kid", "sign_kid",
+    "kt"}``, ``kt`` the inclusion proof of their log leaf to a signed tree head, §14)."""
     st, username = _key_fetch(request)
     async with st.sessions() as session:
         row = await queries.current_keys(session, username)
-    return _json(_key_json(username, row))
+    return _json(_with_proof(_key_json(username, row), row, await st.kt.inclusions([row.id])))
 
 
 async def user_key_history(request: Request) -> Response:
     """Every key the user published, oldest first, each with the rotation signature (b64url or null)
-    made by the signing key before it, the statement's version, its counter (the row's index) and
-    ``published_seq`` (the highest message seq stored when it was published; null for first keys)."""
+    made by the signing key before it, the statement's version, its counter (the row's index),
+    ``published_seq`` (the highest message seq stored when it was published; null for first keys)
+    and ``kt`` (its log leaf's inclusion proof; one signed head for all keys of the answer)."""
     st, username = _key_fetch(request)
     async with st.sessions() as session:
         rows = await queries.key_history(session, username)
     if not rows:
         raise NotFound(f"no user {username!r}", field="username")
+    proofs = await st.kt.inclusions([r.id for r in rows])
     return _json(
         {
             "username": username,
             "keys": [
-                {
-                    **_key_json(username, r),
-                    "current": r.current,
-                    "created_at_ms": r.created_at_ms,
-                    "rotation_sig": b64u_encode(r.rotation_sig) if r.rotation_sig else None,
-                    "rotation_v": r.rotation_v if r.rotation_sig else None,
-                    "counter": i,
-                    "published_seq": r.published_seq,
-                }
+                _with_proof(
+                    {
+                        **_key_json(username, r),
+                        "current": r.current,
+                        "created_at_ms": r.created_at_ms,
+                        "rotation_sig": b64u_encode(r.rotation_sig) if r.rotation_sig else None,
+                        "rotation_v": r.rotation_v if r.rotation_sig else None,
+                        "counter": i,
+                        "published_seq": r.published_seq,
+                    },
+                    r,
+                    proofs,
+                )
                 for i, r in enumerate(rows)
             ],
         }

@@ -200,3 +200,19 @@ class BlobFetch(Base):
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), primary_key=True)
     fetched_at_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     __table_args__ = (Index("ix_blob_fetches_blob_fetched", "blob_id", "fetched_at_ms"),)
+
+
+class KtLeaf(Base):
+    """One leaf of the key transparency log (``shared.kt``, docs/PROTOCOL.md §14): a key
+    publication or rotation, at index ``idx`` (0, 1, 2, … with no gap). Append-only: rows are
+    never updated or deleted (no foreign key, so nothing cascades into the log); appended only
+    under the log's lock (:func:`server.kt_store.append_leaf`), in the transaction that stores the
+    key row ``user_key_id``."""
+
+    __tablename__ = "kt_log"
+    idx: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    user_key_id: Mapped[int] = mapped_column(Integer, unique=True)
+    username: Mapped[str] = mapped_column(String(32), index=True)
+    leaf: Mapped[str] = mapped_column(Text)  # the leaf data: canonical JSON (shared.kt.KeyLeaf.data)
+    leaf_hash: Mapped[bytes] = mapped_column(LargeBinary(32))  # SHA-256(0x00 || leaf)
+    created_at_ms: Mapped[int] = mapped_column(BigInteger)

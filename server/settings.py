@@ -86,6 +86,13 @@ class Settings:
             "default: generated into data_dir/operator.token"
         },
     )
+    kt_key_file: str = field(
+        default="",
+        metadata={
+            "help": "Ed25519 PEM that signs the key transparency log's heads; relays sharing a database must share "
+            "it; default: generated into data_dir/kt-ed25519.pem"
+        },
+    )
     jwt_algorithm: str = field(default="HS256", metadata={"help": "HS256 or EdDSA (Ed25519 key in data_dir)"})
     jwt_issuer: str = field(default="e2ee-chat-relay", metadata={"help": "JWT iss"})
     jwt_audience: str = field(default="e2ee-chat", metadata={"help": "JWT aud"})
@@ -349,6 +356,25 @@ class Settings:
             raise ValueError("relay-l3-key.pem does not hold an RSA private key")
         return key
 
+    def resolve_kt_key(self) -> ed25519.Ed25519PrivateKey:
+        """The key transparency log key (Ed25519) in ``kt_key_file`` or ``data_dir/kt-ed25519.pem``
+        (0600), made at first start (created exclusively: relays starting together on one shared
+        file keep the first one's). Clients pin its public half (``GET /v1/kt/head``)."""
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import ed25519
+
+        def make() -> bytes:
+            return ed25519.Ed25519PrivateKey.generate().private_bytes(
+                serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+            )
+
+        path = Path(self.kt_key_file) if self.kt_key_file else None
+        data = self._private_file(path.name if path else "kt-ed25519.pem", make, path.parent if path else None)
+        key = serialization.load_pem_private_key(data, password=None)
+        if not isinstance(key, ed25519.Ed25519PrivateKey):
+            raise ValueError("the key transparency key file does not hold an Ed25519 private key")
+        return key
+
     def resolve_operator_token(self) -> str:
         """The bearer token for ``GET /v1/metrics``: ``operator_token``, or ``data_dir/operator.token``
         (32 random bytes, hex, 0600) made at first start."""
@@ -356,10 +382,10 @@ class Settings:
             return self.operator_token
         return self._private_file("operator.token", lambda: secrets.token_bytes(32).hex().encode()).decode().strip()
 
-    def _private_file(self, name: str, make: Callable[[], bytes]) -> bytes:
-        """The bytes of ``data_dir/name``; at first use ``make()`` is written there, mode 0600
-        (created exclusively: two processes starting together keep the first one's)."""
-        path = self.ensure_data_dir() / name
+    def _private_file(self, name: str, make: Callable[[], bytes], folder: Path | None = None) -> bytes:
+        """The bytes of ``data_dir/name`` (or ``folder/name``); at first use ``make()`` is written
+        there, mode 0600 (created exclusively: two processes starting together keep the first one's)."""
+        path = (folder if folder is not None else self.ensure_data_dir()) / name
         if not path.exists():
             try:
                 fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

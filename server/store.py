@@ -20,6 +20,7 @@ from sqlalchemy.sql.elements import ClauseElement
 
 from shared.errors import Conflict
 
+from . import kt_store
 from .models import Delivery, Message, User, UserKey
 
 log = logging.getLogger("e2ee.relay.store")
@@ -44,7 +45,8 @@ def add_user(
     sign_kid: str,
     sign_der: bytes,
 ) -> Callable[[Session], int]:
-    """A write op creating a user with its first keys; returns the user id.
+    """A write op creating a user with its first keys, logged as leaf counter 0 of the key
+    transparency log (:mod:`server.kt_store`); returns the user id.
 
     Raises (when run):
         Conflict: the username or the wrap key is taken.
@@ -58,17 +60,18 @@ def add_user(
         user = User(username=username, password_hash=password_hash, created_at_ms=now_ms())
         s.add(user)
         s.flush()
-        s.add(
-            UserKey(
-                user_id=user.id,
-                wrap_kid=wrap_kid,
-                wrap_key=wrap_der,
-                sign_kid=sign_kid,
-                sign_key=sign_der,
-                current=True,
-                created_at_ms=now_ms(),
-            )
+        key = UserKey(
+            user_id=user.id,
+            wrap_kid=wrap_kid,
+            wrap_key=wrap_der,
+            sign_kid=sign_kid,
+            sign_key=sign_der,
+            current=True,
+            created_at_ms=now_ms(),
         )
+        s.add(key)
+        s.flush()
+        kt_store.append_leaf(s, key.id, kt_store.leaf_of(username, 0, key))
         return user.id
 
     return op
@@ -249,7 +252,8 @@ def rotate_keys(
     old_wrap_kid: str,
     counter: int,
 ) -> Callable[[Session], int]:
-    """A write op replacing ``user_id``'s current keys with a v2-signed rotation (history is kept);
+    """A write op replacing ``user_id``'s current keys with a v2-signed rotation (history is kept;
+    the new keys are appended to the key transparency log as leaf ``counter``);
     returns the ``published_seq`` recorded: the highest message seq stored at that moment (the
     writer serialises writes, so every message at or below it was stored before the rotation).
 
@@ -268,20 +272,22 @@ def rotate_keys(
             )
         published = s.execute(select(func.coalesce(func.max(Message.seq), 0))).scalar_one()
         s.execute(update(UserKey).where(UserKey.user_id == user_id).values(current=False))
-        s.add(
-            UserKey(
-                user_id=user_id,
-                wrap_kid=wrap_kid,
-                wrap_key=wrap_der,
-                sign_kid=sign_kid,
-                sign_key=sign_der,
-                current=True,
-                created_at_ms=now_ms(),
-                rotation_sig=rotation_sig,
-                rotation_v=2,
-                published_seq=published,
-            )
+        key = UserKey(
+            user_id=user_id,
+            wrap_kid=wrap_kid,
+            wrap_key=wrap_der,
+            sign_kid=sign_kid,
+            sign_key=sign_der,
+            current=True,
+            created_at_ms=now_ms(),
+            rotation_sig=rotation_sig,
+            rotation_v=2,
+            published_seq=published,
         )
+        s.add(key)
+        s.flush()
+        username = s.execute(select(User.username).where(User.id == user_id)).scalar_one()
+        kt_store.append_leaf(s, key.id, kt_store.leaf_of(username, counter, key))
         return int(published)
 
     return op

@@ -18,6 +18,7 @@ from shared.errors import AuthFailed, Busy, E2EEError, InvalidRequest, RateLimit
 
 from .auth import Claims, Passwords, Tokens
 from .db import Sessions
+from .kt_log import KtLog
 from .limits import Lockout, RateLimiter
 from .relay import Relay
 from .retention import Retention
@@ -90,6 +91,7 @@ class State:
     limits: Limits
     operator_token: str
     retention: Retention
+    kt: KtLog
 
 
 def state(request: Request | WebSocket) -> State:
