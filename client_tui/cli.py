@@ -7,6 +7,9 @@
     e2ee-chat send --user alice --to bob --text "hi"       # send one message, print its seq
     e2ee-chat send --to bob --attach report.pdf [--text C] # send a file (progress on stderr)
     e2ee-chat get-attachment MID --out PATH                # save a received file (verified, 0600)
+    e2ee-chat send --to bob --reply MID --text "yes"       # a reply quoting message MID
+    e2ee-chat edit MID --text "fixed" | delete MID | react MID 👍 [--off]   # your messages; anyone's (react)
+    e2ee-chat expire --to bob 3600                         # disappearing messages for everyone (0: off)
     e2ee-chat tail [--user bob] [-n 20] [--follow] [--json]  # print messages (stored, then new ones)
     e2ee-chat search [--user bob] TEXT                     # search the history on this machine
     e2ee-chat keys show|export|import|accept|verify|rotate [CONTACT] ...
@@ -42,8 +45,8 @@ from shared.errors import E2EEError, InvalidRequest
 from shared.keys import fingerprint, safety_number
 from shared.names import canonical_username
 
-from . import commands, credentials, filecommands
-from .cliargs import build_parser
+from . import commands, credentials, filecommands, msgcommands
+from .cliargs import MID_COMMANDS, build_parser, mid_argv
 from .commands import EXIT_BLOCKED, EXIT_FAILED, err
 from .commands import fail as _fail
 from .core import ChatClient, ClientError, default_profile_root, keystore, profiles, transport
@@ -58,6 +61,10 @@ __all__ = ["EXIT_BLOCKED", "EXIT_FAILED", "build_parser", "main", "run_app"]
 NEEDS = {
     "send": ("password", "passphrase"),
     "get-attachment": ("password", "passphrase"),
+    "edit": ("password", "passphrase"),
+    "delete": ("password", "passphrase"),
+    "react": ("password", "passphrase"),
+    "expire": ("password", "passphrase"),
     "tail": ("password", "passphrase"),
     "search": ("passphrase",),
     "register": ("password", "passphrase"),
@@ -133,8 +140,12 @@ def _default_user(args) -> str | None:
 def _prepare(parser: argparse.ArgumentParser, argv: list[str] | None):
     """Parse, fill the defaults from the environment, canonicalise every name; usage errors
     (exit 2) name the sub-command's own usage."""
-    args = parser.parse_args(argv)
+    args = parser.parse_args(mid_argv(sys.argv[1:] if argv is None else argv))
     usage = parser.subcommands.get(args.command, parser) if args.command else parser
+    if args.command in MID_COMMANDS:
+        args.mid = args.mid_option or args.mid
+        if not args.mid:
+            usage.error("the message id (MID) is required")
     args.profile = getattr(args, "profile", None) or (
         Path(os.environ["E2EE_PROFILE"]) if os.environ.get("E2EE_PROFILE") else None
     )
@@ -221,6 +232,10 @@ def main(argv: list[str] | None = None) -> int:
         runner = {
             "send": filecommands.send_file if getattr(args, "attach", None) else commands.send,
             "get-attachment": filecommands.get_attachment,
+            "edit": msgcommands.edit,
+            "delete": msgcommands.delete,
+            "react": msgcommands.react,
+            "expire": msgcommands.expire,
             "tail": commands.tail,
             "keys": _keys,
             "register": commands.register,

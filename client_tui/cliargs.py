@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
+import sys
 from pathlib import Path
 
 from shared.extras import require
@@ -32,12 +34,36 @@ def _common(p: argparse.ArgumentParser, *, sub: bool) -> None:
     p.add_argument("--cafile", default=default, help="trust this relay certificate (PEM) too (E2EE_CAFILE)")
 
 
+MID_COMMANDS = ("edit", "delete", "react", "get-attachment")
+_MID = re.compile(r"-[A-Za-z0-9_-]{21}")
+
+
+def _mid(p: argparse.ArgumentParser) -> None:
+    p.add_argument("mid", metavar="MID", nargs="?", help="the message id (tail --json prints it)")
+    p.add_argument("--mid", dest="mid_option", metavar="MID", help=argparse.SUPPRESS)
+
+
+def mid_argv(argv: list[str]) -> list[str]:
+    """``argv`` with a message id that starts with ``-`` (a quarter of them: base64url) given to
+    ``edit``/``delete``/``react``/``get-attachment`` as ``--mid=ID``, which argparse would
+    otherwise take for an option."""
+    out = list(argv)
+    if not any(a in MID_COMMANDS for a in out):
+        return out
+    for i in range(1, len(out)):
+        after_value = out[i - 1].startswith("-") and out[i - 1] != "--off"  # the value of an option (--text)
+        if _MID.fullmatch(out[i]) and not after_value:
+            out[i] = f"--mid={out[i]}"
+    return out
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="e2ee-chat",
         description="End-to-end encrypted terminal chat.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="Sub-commands: register, send, get-attachment, tail, search, keys (e2ee-chat SUB-COMMAND --help).",
+        epilog="Sub-commands: register, send, edit, delete, react, expire, get-attachment, tail, search, keys "
+        "(e2ee-chat SUB-COMMAND --help).",
     )
     _common(p, sub=False)
     p.add_argument("--register", action="store_true", help="create the account and its keys first")
@@ -51,7 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--title", help="title of the new conversation")
     p.add_argument("--conversation", help="open this conversation id")
-    sub = p.add_subparsers(dest="command", metavar="{register,send,get-attachment,tail,search,keys}")
+    sub = p.add_subparsers(
+        dest="command", metavar="{register,send,edit,delete,react,expire,get-attachment,tail,search,keys}"
+    )
     p.subcommands = {}
 
     def add(name: str, text: str) -> argparse.ArgumentParser:
@@ -73,6 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     target.add_argument("--conversation", dest="conversation", help="conversation id")
     s.add_argument("--text", help="the message ('-' reads standard input); with --attach, its caption")
     s.add_argument("--attach", metavar="PATH", help="send this file (sealed here, stored by the relay as ciphertext)")
+    s.add_argument("--reply", metavar="MID", help="a reply quoting message MID (its id, as tail prints it)")
     s.add_argument("--title", help="title if a conversation is created")
     s.add_argument(
         "--wait-delivered",
@@ -82,8 +111,28 @@ def build_parser() -> argparse.ArgumentParser:
         help="also wait until every member acknowledged it",
     )
 
+    e = add("edit", "replace the text of your message MID for everyone (earlier texts stay visible)")
+    _mid(e)
+    e.add_argument("--text", required=True, help="the new text")
+
+    d = add("delete", "delete your message MID for everyone (from every member's device)")
+    _mid(d)
+
+    x = add("react", "react to message MID with an emoji (one per emoji; --off takes it back)")
+    _mid(x)
+    x.add_argument("emoji", help="1-16 characters, no spaces, e.g. 👍")
+    x.add_argument("--off", action="store_true", help="take the reaction back")
+
+    ex = add("expire", "set a conversation's disappearing-message timer for every member (0: off)")
+    where = ex.add_mutually_exclusive_group(required=True)
+    where.add_argument(
+        "--to", type=lambda v: [u for u in v.split(",") if u], help="members (comma-separated): their conversation"
+    )
+    where.add_argument("--conversation", dest="conversation", help="conversation id")
+    ex.add_argument("seconds", type=int, help="messages written after it disappear this many seconds after sending")
+
     g = add("get-attachment", "save the file of an attachment message stored here (verified; mode 0600)")
-    g.add_argument("mid", help="the message id (tail --json shows it)")
+    _mid(g)
     g.add_argument("--out", type=Path, required=True, help="the file to write (never replaces one)")
 
     t = add("tail", "print the latest messages, then new ones (offline: the stored ones)")
@@ -115,7 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """The ``e2ee-chat`` program: exits 0 after ``--help``/``--version``, 2 on a usage error or
     without the client extra (one line naming it), else :func:`client_tui.cli.main`'s status."""
-    build_parser().parse_args(argv)
+    build_parser().parse_args(mid_argv(sys.argv[1:] if argv is None else argv))
     require("e2ee-chat", "client")
     from . import cli
 

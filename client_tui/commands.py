@@ -14,13 +14,25 @@ import contextlib
 import json
 import sys
 import time
+from typing import Any
 
 from shared.errors import E2EEError, ErrorCode
 from shared.keys import fingerprint
 
-from .core import AudienceGrew, ChatClient, ClientError, Delivered, KeyChangeBlocked, RecordChanged, keystore, profiles
+from .core import (
+    AudienceGrew,
+    ChatClient,
+    ClientError,
+    Delivered,
+    KeyChangeBlocked,
+    RecordChanged,
+    Sent,
+    keystore,
+    profiles,
+)
 from .core.record import Record
 from .inspector import unreadable_text
+from .messagebody import line_words
 from .safe import harmless, one_line
 from .search import matcher
 from .userwords import describe
@@ -115,7 +127,7 @@ async def register(args) -> int:
         await client.close()
 
 
-async def _find_conversation(client: ChatClient, to: list[str], title: str | None) -> str:
+async def find_conversation(client: ChatClient, to: list[str], title: str | None) -> str:
     wanted = {client.username, *to}
     convs = await client.refresh_conversations()
     for cid in reversed(list(convs)):
@@ -128,10 +140,14 @@ async def send(args) -> int:
     text = sys.stdin.read() if args.text == "-" else args.text
     client, _ = await logged_in(args)
     try:
-        conv = args.conversation or await _find_conversation(client, args.to, args.title)
+        conv = args.conversation or await find_conversation(client, args.to, args.title)
         await client.connect()
         await client.wait_synced()
-        sent = await client.send_text(conv, text)
+        if args.reply:
+            rec = await client.messaging.send(conv, text, reply=args.reply, wait=True)
+            sent = Sent(rec.mid or "", rec.seq or 0)
+        else:
+            sent = await client.send_text(conv, text)
         print(f"stored seq={sent.seq} mid={sent.mid} conversation={conv}")
         if args.wait_delivered:
             others = {u for u in client.members.get(conv, []) if u != client.username}
@@ -150,6 +166,41 @@ async def send(args) -> int:
         await client.close()
 
 
+def message_json(client: ChatClient, r: Record) -> dict[str, Any]:
+    """The members ``tail --json`` adds for a record's document: ``type``; ``ref`` (the message
+    a reply, edit, reaction ... names); ``reactions`` (emoji -> users); ``edits`` (earlier texts,
+    oldest first, with their ``ts``) and ``edited_at_ms``; ``attachment`` (name, type, size,
+    sha256, blob id, chunk: never the file key); ``expires_at_ms``; ``read_by`` (my messages:
+    who read them, by their receipts); ``timer_s`` (an ``expire`` line); ``title`` (a ``title``
+    line)."""
+    d = r.content
+    att = {k: v for k, v in (d.att or {}).items() if k != "key"} or None
+    out: dict[str, Any] = {
+        "type": d.t,
+        "ref": d.ref,
+        "reactions": d.reactions,
+        "edits": [{"text": v.body, "sent_at_ms": v.ts} for v in d.versions],
+        "edited_at_ms": d.edited,
+        "attachment": att,
+        "expires_at_ms": d.exp,
+        "read_by": client.receipts.readers(r) if r.mine else [],
+    }
+    if d.t == "expire":
+        out["timer_s"] = d.seconds
+    if d.t == "title":
+        out["title_set"] = d.title
+    return out
+
+
+def text_marks(r: Record) -> str:
+    """What a terminal line adds after a message's text: ``(edited)`` and its reactions."""
+    d = r.content
+    marks = " (edited)" if d.versions else ""
+    if d.reactions:
+        marks += "  [" + " ".join(f"{emoji} {len(users)}" for emoji, users in d.reactions.items()) + "]"
+    return marks
+
+
 def line(client: ChatClient, r: Record, as_json: bool) -> str:
     """One message for a terminal (harmless) or as one JSON object (exact text)."""
     mark = client.mark(r)
@@ -166,6 +217,7 @@ def line(client: ChatClient, r: Record, as_json: bool) -> str:
                 "mark": mark,
                 "reason": r.reason or None,
                 "mid": r.mid,
+                **message_json(client, r),
             },
             ensure_ascii=False,
         )
@@ -177,14 +229,17 @@ def line(client: ChatClient, r: Record, as_json: bool) -> str:
         "previous": " ↺ (signed by a previous key)",
         "unreadable": " ✖",
     }[mark]
+    words = line_words(r)  # a timer or title line, an action refused
     body = (
-        r.text
+        words.plain
+        if words is not None
+        else r.text
         if r.text is not None and r.state != "unreadable"
         else f"[{unreadable_text(r.reason, r.sender)}: {r.reason}]"
     )
     title = one_line(client.titles.get(r.conversation, r.conversation))
     head = f"{when}  [{title}]  {one_line(r.sender)}{glyph}: "
-    return head + harmless(body).replace("\n", "\n" + " " * 4)
+    return head + harmless(body + text_marks(r)).replace("\n", "\n" + " " * 4)
 
 
 async def tail(args) -> int:
@@ -216,7 +271,7 @@ async def tail(args) -> int:
                 and ev.new
                 and (not args.conversation or ev.record.conversation == args.conversation)
             ):
-                if not ev.record.mine and ev.record.lid not in printed:
+                if not ev.record.mine and ev.record.visible and ev.record.lid not in printed:
                     print(line(client, ev.record, args.json), file=out, flush=True)
 
         if args.follow:  # offline too: the session logs in when the relay answers

@@ -16,7 +16,7 @@ from typing import TextIO
 
 from shared.errors import InvalidRequest
 
-from .commands import _find_conversation, logged_in
+from .commands import find_conversation, logged_in
 from .safe import one_line
 
 MiB = 1024 * 1024
@@ -58,7 +58,7 @@ async def send_file(args) -> int:
     client, _ = await logged_in(args)
     bar = ProgressBar(f"upload {path.name}")
     try:
-        conv = args.conversation or await _find_conversation(client, args.to, args.title)
+        conv = args.conversation or await find_conversation(client, args.to, args.title)
         await client.connect()
         await client.wait_synced()
         rec = await client.attachments.send(conv, path, caption=caption, progress=bar)

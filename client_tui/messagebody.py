@@ -19,7 +19,7 @@ from .core.record import Record
 from .inspector import unreadable_text
 from .safe import harmless, one_line
 
-__all__ = ["MARK_GLYPH", "STATE_GLYPH", "body_text", "day_label", "lay_out", "quote_words"]
+__all__ = ["MARK_GLYPH", "STATE_GLYPH", "body_text", "day_label", "lay_out", "line_words", "quote_words"]
 
 STATE_GLYPH = {
     "sealing": ("…", "dim"),
@@ -123,7 +123,7 @@ def _size(n: int) -> str:
     return f"{n} B"
 
 
-def _line(r: Record) -> Text | None:
+def line_words(r: Record) -> Text | None:
     """The body of a line about the conversation, or of a refused action; None for a message."""
     d = r.content
     if r.state == "ignored":
@@ -150,7 +150,7 @@ def body_text(r: Record, *, me: str, quoted: Record | None, readers: list[str]) 
     """
     if r.state == "unreadable" or (r.text is None and r.content.t in ("text", "reply")):
         return Text(unreadable_text(r.reason, r.sender), style="red")
-    line = _line(r)
+    line = line_words(r)
     if line is not None:
         return line
     d = r.content
