@@ -237,6 +237,11 @@ def line(client: ChatClient, r: Record, as_json: bool) -> str:
         if r.text is not None and r.state != "unreadable"
         else f"[{unreadable_text(r.reason, r.sender)}: {r.reason}]"
     )
+    if r.content.att and r.state != "unreadable":
+        att = r.content.att
+        body = f"[file {att.get('name')} · {att.get('type')} · {att.get('size')} bytes · mid {r.mid}]" + (
+            f" {body}" if body else ""
+        )
     title = one_line(client.titles.get(r.conversation, r.conversation))
     head = f"{when}  [{title}]  {one_line(r.sender)}{glyph}: "
     return head + harmless(body + text_marks(r)).replace("\n", "\n" + " " * 4)
