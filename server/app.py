@@ -73,6 +73,7 @@ routes = [
     Route("/v1/blob-limits", blobs_api.limits, methods=["GET"]),
     Route("/v1/blobs", blobs_api.upload, methods=["POST"]),
     Route("/v1/blobs/{blob_id}", blobs_api.download, methods=["GET"]),
+    Route("/v1/blobs/{blob_id}", blobs_api.remove, methods=["DELETE"]),
     WebSocketRoute("/v1/ws", websocket),
 ]
 

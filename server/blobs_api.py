@@ -1,6 +1,7 @@
 """REST: attachment blobs (PROTOCOL.md §13.4). ``POST /v1/blobs?conversation=CID`` stores the
 request body as an opaque blob of that conversation and answers its id; ``GET /v1/blobs/{id}``
 returns it to its owner and to the members of the conversation when it was uploaded;
+``DELETE /v1/blobs/{id}`` lets its owner delete it (a file whose message was not sent);
 ``GET /v1/blob-limits`` tells a client the size limit and its quota before it uploads.
 
 Neither direction holds a blob whole: an upload is streamed into the database in parts of
@@ -164,3 +165,18 @@ async def download(request: Request) -> Response:
 
     headers = {"Content-Length": str(blob.size), "Cache-Control": "no-store"}
     return StreamingResponse(body(), media_type="application/octet-stream", headers=headers)
+
+
+async def remove(request: Request) -> Response:
+    """Delete a blob of the caller's (a file whose message was never sent: the quota is freed at
+    once). ``{"deleted": 1}``. Raises NotFound [404], Forbidden [403] (someone else's blob)."""
+    st = _state(request)
+    user = await _user(request, st)
+    blob_id = request.path_params["blob_id"]
+    async with st.sessions() as session:
+        blob = await blob_store.readable(session, blob_id, user.id)
+    if blob.owner_id != user.id:
+        raise Forbidden("only its uploader may delete a blob", field="blob")
+    await st.writer.run(blob_store.discard(blob_id))
+    log.info("blob deleted id=%s by=%s", blob_id, user.username)
+    return _json({"deleted": 1})

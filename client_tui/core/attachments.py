@@ -14,6 +14,7 @@ included).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import mimetypes
 import os
@@ -241,17 +242,21 @@ class Attachments:
         timeout: float = SEND_TIMEOUT_S,
     ) -> Record:
         """Upload the file at ``path`` (:func:`upload`) and send its reference with ``caption``;
-        returns the message's record (stored, with ``wait``). A blob whose message is then not
-        sent (a key change, members who joined meanwhile) is deleted by the relay's retention.
+        returns the message's record (stored, with ``wait``). A blob whose message cannot be
+        sealed (a key change, members without keys ...) is deleted again (``DELETE /v1/blobs/{id}``).
 
         Raises:
             as :func:`upload`; then as :meth:`ChatClient.send_text` (KeyChangeBlocked, AudienceGrew,
             ContentInvalid, ClientError, TimeoutError).
         """
         ref = await upload(self.c.rest, conversation, path, caption=caption, progress=progress)
-        item = await self.c.outgoing.queue(
-            conversation, caption, not wait, Doc(t="attachment", att=msgspec.to_builtins(ref))
-        )
+        doc = Doc(t="attachment", att=msgspec.to_builtins(ref))
+        try:
+            item = await self.c.outgoing.queue(conversation, caption, not wait, doc)
+        except BaseException:  # never sealed: nobody can open the blob, so its quota goes back now
+            with contextlib.suppress(Exception):
+                await self.c.rest.request("DELETE", f"/v1/blobs/{ref.id}")
+            raise
         if wait:
             await self.c.outgoing.stored(item, timeout)
         return item.record

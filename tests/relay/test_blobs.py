@@ -89,6 +89,13 @@ async def test_a_blob_goes_up_in_parts_and_comes_back_bit_exact_to_members_only(
     assert (r.status_code, r.json()["error"]["code"]) == (401, "auth_failed")
     r = await upload(c, logins["carol"], cid, b"x" * 100)  # not a member: may not upload there
     assert (r.status_code, r.json()["error"]["code"]) == (403, "forbidden")
+    r = await c.delete(f"/v1/blobs/{blob_id}", headers=bearer(logins["bob"]))  # only its uploader deletes it
+    assert (r.status_code, r.json()["error"]["code"]) == (403, "forbidden")
+    with caplog.at_level(logging.INFO, logger="e2ee.relay"):
+        r = await c.delete(f"/v1/blobs/{blob_id}", headers=bearer(logins["alice"]))
+    assert r.json() == {"deleted": 1} and f"blob deleted id={blob_id} by=alice" in caplog.text
+    assert rows(s, "SELECT count(*) FROM blobs") == rows(s, "SELECT count(*) FROM blob_parts") == [(0,)]
+    assert (await c.get(f"/v1/blobs/{blob_id}", headers=bearer(logins["bob"]))).status_code == 404
 
 
 async def test_bad_uploads_get_typed_errors_and_leave_nothing(chat):
