@@ -99,6 +99,8 @@ class ChatPanes:
     def refresh_inspector(self) -> None:
         if not self.query_one("#inspector").display:
             return
-        body = inspect_record(self.log_view.selected_record, kid_names=self.kid_names(), me=self.client.username)
+        rec = self.log_view.selected_record
+        readers = self.client.receipts.readers(rec) if rec is not None and rec.mine else []
+        body = inspect_record(rec, kid_names=self.kid_names(), me=self.client.username, readers=readers)
         self.inspected = body
         self.query_one("#inspector-body", Static).update(body)

@@ -14,6 +14,7 @@ from shared.errors import E2EEError, ErrorCode
 
 from .core.record import Record
 from .display import shorten
+from .inspectdoc import inspect_document
 from .safe import one_line, plain
 
 UNREADABLE_TEXT = {
@@ -115,13 +116,19 @@ def inspect_membership_line(record: Record) -> RenderableType:
     return Group(*parts)
 
 
-def inspect_record(record: Record | None, *, kid_names: dict[str, str], me: str) -> RenderableType:
-    """What the relay stored for ``record`` (never its plaintext) and what it cost here."""
+def inspect_record(
+    record: Record | None, *, kid_names: dict[str, str], me: str, readers: list[str] | None = None
+) -> RenderableType:
+    """What the relay stored for ``record`` (never its plaintext) and what it cost here; the
+    document's part (edits, reactions, ``readers``: who read it) shown here only."""
     if record is None:
         return Text("Select a message (Ctrl+Up / Ctrl+Down, or click one) to see what the relay stored.", style="dim")
     if record.state == "system":
         return inspect_membership_line(record)
     parts: list[RenderableType] = []
+    document = inspect_document(record, readers or [])
+    if document is not None:
+        parts.append(document)
     title = Text("What the relay stored", style="bold")
     if record.seq is not None:
         title.append(f"  seq {record.seq}", style="dim")

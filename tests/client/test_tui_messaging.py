@@ -15,7 +15,7 @@ from client_tui.core import ReadUpTo, RecordChanged
 from client_tui.core.record import Doc, MessageInfo, Record, RecordState, now_ms
 from client_tui.msgdialogs import MessageActions
 from tests.helpers.clients import messages_of, wait_until
-from tests.helpers.tui import alive, chat_shown, offline_client, screen_ready, screen_text
+from tests.helpers.tui import alive, chat_shown, offline_client, rendered_text, screen_ready, screen_text
 
 SIZES = [(80, 24), (120, 40)]
 MARKUP = "[b]bold[/b] [@click=app.quit]x[/]"
@@ -69,6 +69,14 @@ async def test_edits_reactions_refusals_read_marks_and_the_timer_are_shown(bob, 
         client.receipts.reads["conv-1"] = {"alice": 50}
         await client.events.put(ReadUpTo("conv-1", "alice", 50))
         await wait_until(lambda: "✓✓ read" in screen_text(app))
+        await pilot.press("f2")
+        app.chat.log_view.select_lid(mine.lid)
+        await wait_until(lambda: app.chat.inspected is not None and "read by" in rendered_text(app.chat.inspected))
+        assert "alice" in rendered_text(app.chat.inspected).split("read by", 1)[1]  # bob's note, read by alice
+        app.chat.log_view.select_lid(original.lid)
+        await wait_until(lambda: "version 1" in rendered_text(app.chat.inspected))
+        shown = rendered_text(app.chat.inspected)
+        assert "original words" in shown and "👍  carol" in shown and "version 2" in shown
         assert alive(app)
 
 
