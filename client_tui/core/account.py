@@ -125,7 +125,7 @@ async def open_local(c: ChatClient, bundle: keystore.KeyBundle, passphrase: str,
         c.unread[conv["id"]] = conv["unread"]
         if not conv["active"]:
             c.inactive.add(conv["id"])
-    c.outgoing.restore(await c.history.outbox())
+    await c.outgoing.restore(await c.history.outbox())
     await c.expiry.sweep()  # what expired while the client was closed; the timer for the next
     c._save_state()
     # sealed to keys this session has

@@ -211,7 +211,6 @@ class Inbox:
                 MessageReceived(frame.seq, h.cid, h.snd, text or "", h.mid, ts, ctr, raw, timings, warning)
             )
         await c.events.put(RecordChanged(rec, new=True))
-        await c.outgoing.keep_last(rec.pos)
         if gap:
             await c.events.put(GapDetected(h.cid, h.snd, gap))
         if not mine:
@@ -264,7 +263,6 @@ class Inbox:
             await c.history.put(rec, c.progress.meta())
         await c.events.put(MessageUnreadable(frame.seq, frame.conversation, frame.sender, exc.code, exc.message))
         await c.events.put(RecordChanged(rec, new=True))
-        await c.outgoing.keep_last(rec.pos)
         self.ack(frame.seq)
 
     # -- counters and gaps -----------------------------------------------------------------------

@@ -319,7 +319,6 @@ class Membership(EnvelopeCheck):
         if c.history is not None:
             await c.history.put(rec)
         await c.events.put(RecordChanged(rec, new=True))
-        await c.outgoing.keep_last(rec.pos)
 
     async def _warn(self, cid: str, key: str, actor: str, text: str, exc: E2EEError) -> None:
         """Show a warning line once (remembered across restarts) and log it."""

@@ -9,6 +9,11 @@ members and seal again (same counter, at most :data:`MAX_RESEALS` times), a key 
 sending keeps the message ``blocked`` until the user decides; anything else fails it. A message
 written before members joined waits (``audience_grew``) until its author approves the larger
 audience or declines (:meth:`Outbox.approve`, :meth:`Outbox.decline`).
+
+An unsent message is shown after every other line, in the order written, until the relay stores it
+at its seq: its ``pos`` is in a band above every seq (:data:`~client_tui.core.record.UNSENT_POS`),
+so a line landing while it waits moves nothing, and each landed line costs one history write
+whatever the length of the outbox.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from .audience_decisions import AudienceDecisions
 from .errors import NOT_ANSWERED, ClientError, KeyChangeBlocked
 from .events import MessageStored, RecordChanged, Sent
 from .membership import Audience
-from .record import ACTION_TYPES, AgreedAudience, Doc, MessageInfo, Record, RecordState, now_ms
+from .record import ACTION_TYPES, UNSENT_POS, UNSENT_STEP, AgreedAudience, Doc, MessageInfo, Record, RecordState, now_ms
 
 if TYPE_CHECKING:
     from .client import ChatClient
@@ -82,17 +87,29 @@ class Outbox(AudienceDecisions):
         self.by_mid: dict[str, Outgoing] = {}
         self.pending: dict[str, asyncio.Future] = {}
         self.wake = asyncio.Event()
+        self.last_unsent = UNSENT_POS - UNSENT_STEP  # the pos of the newest message written
+
+    def _place(self) -> float:
+        """The ``pos`` of a message written now: after every other line and every unsent message."""
+        self.last_unsent = max(self.last_unsent + UNSENT_STEP, UNSENT_POS)
+        return self.last_unsent
 
     def _item(self, rec: Record, hold: bool) -> Outgoing:
         item = Outgoing(rec, asyncio.Event(), asyncio.get_running_loop().create_future(), hold)
         item.done.add_done_callback(_consume)
         return item
 
-    def restore(self, records: list[Record]) -> None:
-        """Take back the outbox the history cache kept (oldest first)."""
+    async def restore(self, records: list[Record]) -> None:
+        """Take back the outbox the history cache kept (oldest first). A message kept below the
+        unsent band (by a client before it) is placed in it, after the others, and written back."""
         for rec in records:
             if rec.state == RecordState.SEALING:  # interrupted before the envelope existed: seal again
                 rec.state, rec.envelope = RecordState.SENDING, None
+            if rec.pos < UNSENT_POS or rec.pos <= self.last_unsent:
+                rec.pos = self._place()
+                if self.c.history is not None:
+                    await self.c.history.put(rec)
+            self.last_unsent = max(self.last_unsent, rec.pos)
             item = self._item(rec, True)
             item.sealed.set()
             self.items.append(item)
@@ -103,18 +120,6 @@ class Outbox(AudienceDecisions):
         if self.c.history is not None:
             await self.c.history.put(rec, meta)
         await self.c.events.put(RecordChanged(rec))
-
-    async def keep_last(self, pos: float) -> None:
-        """Keep my unsent messages after every other record: once a record is placed at ``pos``
-        (a message the relay stored, a membership line) while one of them is at or before it, all
-        of them move after it, in the order they were written (the log and the history show them
-        last until the relay stores them at their seq)."""
-        if not any(item.record.pos <= pos for item in self.items):
-            return
-        self.c._pos = max(self.c._pos, pos)
-        for item in list(self.items):
-            item.record.pos = self.c._next_pos()
-            await self._record(item.record)
 
     # -- queueing and sealing --------------------------------------------------------------------
     async def queue(self, conversation: str, text: str | None, hold: bool, doc: Doc | None = None) -> Outgoing:
@@ -150,7 +155,7 @@ class Outbox(AudienceDecisions):
             text,
             None,
             None,
-            c._next_pos(),
+            self._place(),
             now_ms(),
             counter,
             RecordState.SEALING,
@@ -410,6 +415,8 @@ class Outbox(AudienceDecisions):
         rec, counters = item.record, self.c.progress.counters
         log.warning("message %s to %s not sent: %s (%s)", rec.mid, rec.conversation, exc.code, exc.message)
         rec.state, rec.reason, rec.detail = RecordState.FAILED, exc.code, exc.message
+        if rec.pos >= UNSENT_POS:  # it stays where it is shown now: after the lines landed so far
+            rec.pos = self.c._next_pos()
         if item in self.items:
             self.items.remove(item)
         if rec.mid:
@@ -432,8 +439,8 @@ class Outbox(AudienceDecisions):
         if item in self.items:
             self.items.remove(item)
         self.c.inbox.mine_by_seq[seq] = rec
+        self.c._pos = max(self.c._pos, rec.pos)  # a line made here from now on goes after it
         await self._record(rec)
-        await self.keep_last(rec.pos)
         if not item.done.done():
             item.done.set_result(Sent(rec.mid or "", seq))
         self.wake.set()

@@ -33,6 +33,16 @@ class RecordState(StrEnum):
 OUTGOING_STATES = (RecordState.SEALING, RecordState.SENDING, RecordState.BLOCKED)
 """States of my own messages that the relay has not stored yet (the outbox)."""
 
+UNSENT_POS = float(2**53)
+"""Where my unsent messages are placed (``Record.pos``): at ``UNSENT_POS + UNSENT_STEP * k``, k in the
+order they were written. Every other record's pos is at most a relay seq (``frames.Seq``: below
+2**53) plus fractions, so unsent messages come after every other line by construction, and a line
+landing before them moves none of them (one history write per landed line, not one per unsent
+message as well)."""
+
+UNSENT_STEP = 2.0
+"""The spacing of floats between 2**53 and 2**54: each step is exact (2**52 steps)."""
+
 
 class AgreedAudience(msgspec.Struct):
     """Whom the author agreed to send a message to: the members of epoch ``ep`` (-1: none known)."""
@@ -166,7 +176,8 @@ class Record:
         conversation, sender: as in the verified header (or as delivered, for unreadable ones).
         text: the plaintext; ``None`` for a message that could not be verified.
         mid, seq: message id and the relay's sequence (``None`` until known).
-        pos: display order (``seq`` once stored; a fraction after the last seq while sending).
+        pos: display order: ``seq`` once stored; a fraction after the last seq for a line made
+            here (membership, a failed message); at :data:`UNSENT_POS` and above while unsent.
         ts: sent-at in ms (the sender's clock) or the local time for unreadable ones.
         ctr: the sender's counter in this conversation.
         state: mine: ``sealing`` -> ``sending`` -> ``stored`` -> ``delivered`` (or ``blocked``
