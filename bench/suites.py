@@ -147,6 +147,16 @@ SUITES: list[Suite] = [
         lambda a: {"mib": 2 if a.quick else 10, "rounds": 2 if a.quick else 5, "bits": 2048},
     ),
     Suite(
+        "client",
+        "the client core per message (CPU, wall, cache rows) at 10 vs 2,000 messages in history, bursts of 10 vs 500",
+        "bench.client_cost",
+        lambda a: {
+            "histories": (10, 200) if a.quick else (10, 2000),
+            "outboxes": (10, 50) if a.quick else (10, 500),
+            "bits": 2048 if a.quick else a.bits,
+        },
+    ),
+    Suite(
         "relay",
         "relay CPU per message and throughput with 50 clients vs a bare echo app (5 s runs each)",
         "bench.relay_load",
