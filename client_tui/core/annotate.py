@@ -42,15 +42,27 @@ REFUSALS = {
 }
 
 
+def live(c: ChatClient, rec: Record) -> Record:
+    """The object the client already holds for stored record ``rec`` (my message in the outbox,
+    or stored this session and waiting for delivery receipts), else ``rec``: a change must be made
+    to that one, or the next receipt would store its stale copy over the change."""
+    for item in c.outgoing.items:
+        if item.record.lid == rec.lid:
+            return item.record
+    held = c.inbox.mine_by_seq.get(rec.seq) if rec.seq is not None else None
+    return held if held is not None and held.lid == rec.lid else rec
+
+
 async def target_of(c: ChatClient, conversation: str, ref: str | None, author: str | None = None) -> Record | None:
     """The stored record ``ref`` names in ``conversation``: ``author``'s if they have one with that
     id (a member may reuse someone else's id; it then only ever names their own), else the first
-    stored."""
+    stored (the object the client holds for it, :func:`live`)."""
     if c.history is None or not ref:
         return None
     found = await c.history.by_mid(ref, conversation)
     own = [r for r in found if r.sender == author]
-    return (own or found or [None])[0]
+    chosen = (own or found or [None])[0]
+    return live(c, chosen) if chosen is not None else None
 
 
 def tombstone(rec: Record, reason: str) -> None:
@@ -98,6 +110,8 @@ def change(target: Record, rec: Record) -> bool:
     changes nothing (a reaction already there, too many distinct reactions)."""
     d, t = rec.content, target.content
     if d.t == "edit":
+        if (target.text, t.edited) == (rec.text, rec.ts):
+            return False  # the same edit again (applied before a crash, delivered again)
         t.versions.append(Version(target.text or "", t.edited or target.ts))
         if len(t.versions) > MAX_VERSIONS:
             del t.versions[1]
@@ -127,16 +141,17 @@ async def apply(c: ChatClient, rec: Record) -> Record | None:
     """Judge and apply the edit, delete or reaction ``rec`` (received, or mine being sent): the
     changed message is stored and announced (:class:`RecordChanged`) and returned; ``rec`` is
     stripped once applied (or moot), or left ``ignored`` with its code. The caller stores ``rec``."""
-    target = await judge(c, rec)
-    if target is None:
-        if rec.state != RecordState.IGNORED:
-            strip(rec)
-        return None
-    changed = change(target, rec)
-    if rec.state not in OUTGOING_STATES:
-        strip(rec)  # mine keeps its document until the relay stored it (it may be sealed again)
-    if changed:
-        if c.history is not None:
+    async with c.messaging.lock:  # read, change, store: one at a time
+        target = await judge(c, rec)
+        if target is None:
+            if rec.state != RecordState.IGNORED:
+                strip(rec)
+            return None
+        changed = change(target, rec)
+        if rec.state not in OUTGOING_STATES:
+            strip(rec)  # mine keeps its document until the relay stored it (it may be sealed again)
+        if changed and c.history is not None:
             await c.history.put(target)
+    if changed:
         await c.events.put(RecordChanged(target))
     return target

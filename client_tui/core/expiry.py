@@ -18,7 +18,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
-from .annotate import tombstone
+from .annotate import live, tombstone
 from .events import ConversationsChanged, RecordChanged
 from .record import Record, now_ms
 
@@ -100,10 +100,12 @@ class Expiry:
         history = self.c.history
         if history is None:
             return []
-        gone = await history.expiring(now_ms())
+        async with self.c.messaging.lock:  # not while an edit or reaction rewrites one of them
+            gone = [live(self.c, r) for r in await history.expiring(now_ms())]
+            for rec in gone:
+                tombstone(rec, "expired")
+                await history.put(rec)
         for rec in gone:
-            tombstone(rec, "expired")
-            await history.put(rec)
             await self.c.events.put(RecordChanged(rec))
         if gone:
             log.info("%d expired message(s) deleted", len(gone))

@@ -319,7 +319,7 @@ class Inbox:
             if rec is None or not rec.mine:
                 return
             self.mine_by_seq[frame.seq] = rec
-        if rec is None:
+        if rec is None or rec.state == RecordState.DELETED:
             return
         to = rec.info.delivered_to
         if frame.user in to:

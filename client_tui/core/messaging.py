@@ -10,6 +10,7 @@ stored it (its ``seq`` set), or raises as :meth:`ChatClient.send_text` does.
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING
 
 from shared import content
@@ -18,7 +19,7 @@ from shared.errors import ContentInvalid
 from . import annotate
 from .errors import NotAuthor, UnknownReference
 from .outbox import SEND_TIMEOUT_S
-from .record import Doc, Record
+from .record import OUTGOING_STATES, Doc, Record
 
 if TYPE_CHECKING:
     from .client import ChatClient
@@ -31,6 +32,9 @@ class Messaging:
 
     def __init__(self, client: ChatClient) -> None:
         self.c = client
+        self.lock = asyncio.Lock()
+        """One change of a stored message at a time (an edit, reaction or delete applied, an
+        expiry): each reads the message, changes it and stores it; two at once lost one."""
 
     async def _queue(
         self, conversation: str, text: str | None, doc: Doc, wait: bool, timeout: float, apply: bool = False
@@ -99,12 +103,18 @@ class Messaging:
 
     async def delete(self, mid: str, *, wait: bool = False, timeout: float = SEND_TIMEOUT_S) -> Record:
         """Delete my message ``mid`` for everyone: here at once (text, document and envelope
-        removed from the cache), on every member's device when they receive the document.
+        removed from the cache), on every member's device when they receive the document. A
+        message still waiting in the outbox is withdrawn instead (nothing is sent; the record
+        returned is the message's tombstone).
 
         Raises:
             UnknownReference, NotAuthor; as :meth:`ChatClient.queue_text`.
         """
         target = await self.own(mid)
+        if target.state in OUTGOING_STATES:
+            waiting = next((i.record for i in self.c.outgoing.items if i.record.lid == target.lid), target)
+            if await self.c.outgoing.withdraw(waiting):  # not sent yet: nobody else has it
+                return waiting
         return await self._queue(target.conversation, None, Doc(t="delete", ref=mid), wait, timeout, apply=True)
 
     async def react(

@@ -226,7 +226,7 @@ class Outbox(AudienceDecisions):
         header = envelope.parse(data, max_bytes=max_bytes, max_recipients=max_recipients).header
         if rec.mid:
             self.by_mid.pop(rec.mid, None)
-        rec.mid, rec.envelope, rec.ts, rec.state = header.mid, data, header.ts, RecordState.SENDING
+        rec.mid, rec.envelope, rec.state = header.mid, data, RecordState.SENDING  # ts: the document's
         info = rec.info
         info.timings, info.skid, info.rkids = timings, header.skid, list(header.rkids)
         info.recipients, info.warning = list(audience.members), ""
@@ -433,7 +433,10 @@ class Outbox(AudienceDecisions):
         rec = item.record
         if rec.state in (RecordState.STORED, RecordState.DELIVERED):
             return
-        rec.state, rec.seq, rec.pos, rec.reason, rec.detail = RecordState.STORED, seq, float(seq), "", ""
+        if rec.state == RecordState.DELETED:  # deleted while in flight: stays deleted (its delete follows)
+            rec.seq, rec.pos = seq, float(seq)
+        else:
+            rec.state, rec.seq, rec.pos, rec.reason, rec.detail = RecordState.STORED, seq, float(seq), "", ""
         if rec.content.t in ACTION_TYPES:
             strip(rec)  # stored: its document is not sealed again, and the message it changed holds it
         if item in self.items:

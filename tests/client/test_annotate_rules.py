@@ -9,6 +9,7 @@ import secrets
 
 from client_tui.core import RecordChanged
 from client_tui.core.record import Doc, MessageInfo, Record, RecordState, now_ms
+from shared import frames
 from tests.helpers.clients import messages_of, wait_event
 
 
@@ -101,3 +102,32 @@ async def test_expired_messages_leave_the_store_by_the_timer(offline_bob):
     assert await bob.history.next_exp() is None
     stale = await act(bob, action("alice", Doc(exp=now_ms() - 1), "already expired"))
     assert (stale.state, stale.text) == (RecordState.DELETED, None)
+
+
+async def test_a_delivery_receipt_after_a_change_keeps_the_change(offline_bob):
+    """My stored message is held in memory for its delivery receipts: a reaction (or an edit, a
+    delete) applied to it is applied to that object, so the receipt that follows does not store
+    the copy from before the change over it."""
+    bob, _ = offline_bob
+    mine = await bob.messaging.send("conv-1", "my message")
+    await bob.outgoing.mark_stored(bob.outgoing.by_mid[mine.mid], 7)
+    await act(bob, action("carol", Doc(t="react", ref=mine.mid, emoji="👍")))
+    await bob.inbox.on_delivered(frames.Delivered(7, "carol"))
+    stored = await bob.history.by_lid(mine.lid)
+    assert (stored.content.reactions, stored.info.delivered_to) == ({"👍": ["carol"]}, ["carol"])
+    await act(bob, action("bob", Doc(t="delete", ref=mine.mid)))  # my own delete, as sync brings it back
+    await bob.inbox.on_delivered(frames.Delivered(7, "alice"))
+    gone = await bob.history.by_lid(mine.lid)
+    assert (gone.state, gone.text) == (RecordState.DELETED, None)  # not resurrected as "delivered"
+
+
+async def test_a_message_deleted_before_it_left_is_withdrawn_and_nothing_is_sent(offline_bob):
+    bob, _ = offline_bob
+    first = await bob.messaging.send("conv-1", "sent soon")
+    unsent = await bob.messaging.send("conv-1", "never mind")
+    assert [r.text for r in bob.outbox] == ["sent soon", "never mind"]
+    assert await bob.messaging.delete(unsent.mid) is unsent
+    assert [r.text for r in bob.outbox] == ["sent soon"]  # no delete document either
+    gone = await bob.history.by_lid(unsent.lid)
+    assert (gone.state, gone.text, gone.envelope) == (RecordState.DELETED, None, None)
+    assert bob.progress.counters["conv-1"] == first.ctr  # its counter given back: no gap for the others
