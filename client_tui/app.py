@@ -42,8 +42,9 @@ HELP_TEXT = {
     "toggle_inspector": "Inspector: what the relay stored for the selected message, and its costs",
     "new_conversation": "New conversation",
     "members": "Add or remove members of this conversation",
-    "escape": "Close the inspector",
-    "settings": "Settings: theme, notifications, mute this conversation",
+    "escape": "Cancel a reply or an edit; close the inspector",
+    "settings": "Settings: theme, notifications, read receipts; mute and disappearing messages here",
+    "message_menu": "The selected message (else the last): r reply, + react, e edit and d delete (your own)",
     "search": "Search your messages on this machine (/ in an empty composer, or Ctrl+F)",
     "reconnect": "Reconnect now (after a refused password: type it again)",
 }
@@ -231,6 +232,7 @@ class ChatApp(App):
                 rows.append((self._keys(b.key) + where, HELP_TEXT.get(b.action, b.description)))
         rows += [
             ("ctrl+j (alt+enter, shift+enter where the terminal sends them)", "New line in the composer"),
+            ("up (empty composer)", "Edit your last message"),
             ("tab / shift+tab", "Move between conversations, messages and the composer"),
             ("ctrl+p", "Command palette"),
             ("in Keys: v / a", "Mark verified / accept a changed key"),

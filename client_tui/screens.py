@@ -329,7 +329,9 @@ class HelpScreen(ModalScreen[None]):
             table.add_row(Text(keys), Text(text))
         notes = Text(
             "\nMarks: ✔ verified sender · · not verified yet · ⚠ key changed / not accepted · ✖ could not verify\n"
-            "States of your messages: … sending · ✓ stored by the relay · ✓✓ delivered to every member\n"
+            "States of your messages: … sending · ✓ stored by the relay · ✓✓ delivered to every member · "
+            "✓✓ read (their read receipts)\n"
+            "↪ a reply's quote · (edited) earlier versions in the inspector · 👍 2 reactions · ⏱ disappears\n"
             "The inspector shows the envelope the relay stored (ciphertext only) and what sealing or "
             "opening it cost on this machine.",
             style="dim",

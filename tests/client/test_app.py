@@ -117,7 +117,18 @@ async def test_help_and_command_palette_list_the_main_actions(make_client):
         await pilot.press("f1")
         await wait_until(lambda: screen_ready(app, HelpScreen))
         keys = [k for k, _ in app.help_rows()]
-        for key in ("f1", "f2", "ctrl+n", "ctrl+g", "ctrl+k", "ctrl+q", "enter (composer)", "ctrl+p"):
+        for key in (
+            "f1",
+            "f2",
+            "f4",
+            "up (empty composer)",
+            "ctrl+n",
+            "ctrl+g",
+            "ctrl+k",
+            "ctrl+q",
+            "enter (composer)",
+            "ctrl+p",
+        ):
             assert any(k.startswith(key) for k in keys), key
         await pilot.press("escape")
         await wait_until(lambda: app.screen is app.chat)
