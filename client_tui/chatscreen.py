@@ -34,6 +34,7 @@ from .core import (
     ReadUpTo,
     RecordChanged,
     RttMeasured,
+    TransparencyAlert,
 )
 from .core.expiry import timer_words
 from .core.record import Record
@@ -329,6 +330,8 @@ class ChatScreen(ChatActions, ChatDialogs, ChatPanes, Screen):
                 remark = labels = True
             elif isinstance(ev, LocalDataWarning):
                 toast(self.app, ev.text, title="local data", severity="error", timeout=60)
+            elif isinstance(ev, TransparencyAlert):
+                toast(self.app, ev.text, title="key directory alert", severity="error", timeout=120)
             elif isinstance(ev, ContactChanged):
                 remark = labels = True
             elif isinstance(ev, ConversationsChanged):

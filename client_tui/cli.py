@@ -13,6 +13,7 @@
     e2ee-chat tail [--user bob] [-n 20] [--follow] [--json]  # print messages (stored, then new ones)
     e2ee-chat search [--user bob] TEXT                     # search the history on this machine
     e2ee-chat keys show|export|import|accept|verify|rotate [CONTACT] ...
+    e2ee-chat audit [--user bob]                           # check the relay's key transparency log
 
 ``--user`` defaults to ``E2EE_USER``, else to the only account this machine has for the relay.
 Secrets are asked for on the terminal before anything else runs (twice for a new account), or
@@ -25,7 +26,8 @@ Exit status: 0 done, 1 failed (one line on standard error, never a traceback), 2
 by a key change waiting for a decision (``keys accept`` or ``keys verify``, after comparing
 fingerprints), 4 not sent because members joined the conversation after the message was written
 (``send``: it is never sealed to them without its author; send it again to write it for them),
-130 interrupted (Ctrl+C, or Ctrl+D at a prompt).
+5 the relay's key transparency log does not verify (``audit``), 130 interrupted (Ctrl+C, or
+Ctrl+D at a prompt).
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ from shared.errors import E2EEError, InvalidRequest
 from shared.keys import fingerprint, safety_number
 from shared.names import canonical_username
 
-from . import commands, credentials, filecommands, msgcommands
+from . import auditcmd, commands, credentials, filecommands, msgcommands
 from .cliargs import MID_COMMANDS, build_parser, mid_argv
 from .commands import EXIT_BLOCKED, EXIT_FAILED, err
 from .commands import fail as _fail
@@ -67,6 +69,7 @@ NEEDS = {
     "expire": ("password", "passphrase"),
     "tail": ("password", "passphrase"),
     "search": ("passphrase",),
+    "audit": ("passphrase",),
     "register": ("password", "passphrase"),
     "keys": (),
 }
@@ -240,6 +243,7 @@ def main(argv: list[str] | None = None) -> int:
             "keys": _keys,
             "register": commands.register,
             "search": commands.search,
+            "audit": auditcmd.audit,
         }[args.command]
         return asyncio.run(runner(args))
     except KeyboardInterrupt:

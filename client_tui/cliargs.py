@@ -62,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="e2ee-chat",
         description="End-to-end encrypted terminal chat.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="Sub-commands: register, send, edit, delete, react, expire, get-attachment, tail, search, keys "
+        epilog="Sub-commands: register, send, edit, delete, react, expire, get-attachment, tail, search, keys, audit "
         "(e2ee-chat SUB-COMMAND --help).",
     )
     _common(p, sub=False)
@@ -78,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--title", help="title of the new conversation")
     p.add_argument("--conversation", help="open this conversation id")
     sub = p.add_subparsers(
-        dest="command", metavar="{register,send,edit,delete,react,expire,get-attachment,tail,search,keys}"
+        dest="command", metavar="{register,send,edit,delete,react,expire,get-attachment,tail,search,keys,audit}"
     )
     p.subcommands = {}
 
@@ -158,6 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
         "prefixes 'keys show' printed); required while a key change is pending. accept: the "
         "same, required for a new key that the pinned key did not sign",
     )
+    add("audit", "check the relay's key transparency log against the heads held here and your own keys")
     return p
 
 

@@ -27,6 +27,7 @@ __all__ = [
     "leaf_hash",
     "node_hash",
     "Tree",
+    "CompactRange",
     "verify_inclusion",
     "verify_consistency",
     "root_from_leaves",
@@ -182,6 +183,44 @@ class Tree:
             proof.append(self._range(lo, hi))
         proof.reverse()
         return proof
+
+
+class CompactRange:
+    """The right edge of a tree of ``size`` leaves: the roots of its complete subtrees, left to
+    right (one per set bit of ``size``, at most 64 hashes). Enough to append leaves and compute
+    the root without the leaves before: what a monitor keeps between two visits.
+
+    Args:
+        size: leaves covered so far.  hashes: their complete subtree roots, largest first.
+
+    Raises:
+        ValueError: ``hashes`` is not one 32-byte hash per set bit of ``size``.
+    """
+
+    def __init__(self, size: int = 0, hashes: Sequence[bytes] = ()) -> None:
+        if size < 0 or len(hashes) != size.bit_count() or any(len(h) != HASH_BYTES for h in hashes):
+            raise ValueError(f"a compact range of {size} leaves has {max(size, 0).bit_count()} hashes of 32 bytes")
+        self.size = size
+        self.hashes = list(hashes)
+
+    def append_hash(self, h: bytes) -> None:
+        """Append one 32-byte leaf hash: it merges with the complete subtrees it closes."""
+        n = self.size
+        self.hashes.append(h)
+        while n & 1:
+            right = self.hashes.pop()
+            self.hashes[-1] = node_hash(self.hashes[-1], right)
+            n >>= 1
+        self.size += 1
+
+    def root(self) -> bytes:
+        """MTH of the leaves covered (RFC 9162 §2.1.1): the subtree roots folded from the right."""
+        if not self.hashes:
+            return EMPTY_ROOT
+        r = self.hashes[-1]
+        for h in reversed(self.hashes[:-1]):
+            r = node_hash(h, r)
+        return r
 
 
 def _check_proof(proof: Sequence[bytes], error: type[InclusionProofInvalid | ConsistencyProofInvalid]) -> None:

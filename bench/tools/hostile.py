@@ -31,12 +31,19 @@ Modes (``MODE`` or ``MODE:ARG``; each attack is logged as a warning naming seq, 
 ``key-swap[:A,B]``   substitution at the moment of verifying: the first fetch of each (requester, user) pair
                 answers the real keys, the second A's, every later one B's (default ``mallory,carol``)
 ``key-retired``  once a user has rotated, the first fetch of their current keys by each requester answers
-                them, every later one the user's oldest (retired) keys: a rollback
+                them, every later one the user's oldest (retired) keys, with their real log proof: a rollback
+``plant-key[:USER]`` as ``key-first``: every key fetch for another user answers USER's keys under the asked name
+``split-view[:USER]`` the first user to fetch someone else's keys is shown a forked key transparency log in
+                which USER's keys are that someone's; everyone else sees the real log
 ``lose-ack``    the first ``stored`` answer to each user is withheld and its connection closed (1012),
                 as if the ack was lost in transit; the client's retry gets the original seq
 ``crash[:SEQ]``  the relay SIGKILLs itself when about to deliver message SEQ (default 1): after the commit,
                 before any fan-out or ack
 ============== ==========================================================================================
+
+The key modes other than ``key-name`` and ``split-view`` plant the substituted key in the relay's key
+transparency log under the asked name, so that it passes the clients' inclusion checks (the victim's own
+monitor is what catches it); ``split-view`` forks the log instead (``bench/tools/hostile_kt.py``).
 
 The membership modes (``member-insert``, ``drop-removal``, ``fork``, ``replay-statement``) are in
 ``bench/tools/hostile_membership.py``: they lie in the log and the conversation list the relay serves,
@@ -73,6 +80,7 @@ from .hostile_frames import (
     strip_recipient,
     swap_wrapped_keys,
 )
+from .hostile_kt import LogForger
 from .hostile_membership import MODES as MEMBERSHIP_MODES
 from .hostile_membership import MembershipAttacks
 
@@ -112,16 +120,19 @@ MODES = {
     "key-name": "mallory",
     "key-swap": "mallory,carol",
     "key-retired": None,
+    "plant-key": "mallory",
+    "split-view": "mallory",
     "lose-ack": None,
     "crash": "1",
 }
 MODES.update(MEMBERSHIP_MODES)
 """Every mode and its default argument (None: takes no argument)."""
 
-KEY_MODES = ("key-first", "key-mid", "key-name", "key-swap", "key-retired")
+KEY_MODES = ("key-first", "key-mid", "key-name", "key-swap", "key-retired", "plant-key", "split-view")
 DB_MODES = ("move", "sender", "sender-header", "strip", "key-retired", *MEMBERSHIP_MODES)
 CLOSE_LOST = 1012
 _KEYS_PATH = re.compile(r"^/v1/users/([^/]+)/keys$")
+_KT_PATHS = ("/v1/kt/head", "/v1/kt/consistency")
 
 
 def check(hostile: str, db_url: str) -> None:
@@ -237,6 +248,7 @@ class HostileRelay(FrameModes):
         self._acks_lost: set[str] = set()
         self._dir: _Directory | None = None
         self._members: MembershipAttacks | None = None
+        self._forger = LogForger(settings)
         if self.mode in DB_MODES:
             check(settings.hostile, settings.db_url)
             self._dir = _Directory(settings.db_url.removeprefix("sqlite+aiosqlite:///"))
@@ -284,6 +296,12 @@ class HostileRelay(FrameModes):
             m = _KEYS_PATH.match(scope["path"])
             if m:
                 return await self._keys(scope, receive, send, m.group(1))
+            if self.mode == "split-view" and scope["path"] in _KT_PATHS:
+                forged = self._forger.forked_kt(_token_subject(scope), scope["path"], scope.get("query_string", b""))
+                if forged is not None:
+                    self._attack("answered %s from the forked log to %s", scope["path"], _token_subject(scope))
+                    json_type = [(b"content-type", b"application/json")]
+                    return await _answer(send, 200, json_type, json.dumps(forged).encode())
         return await self.app(scope, receive, send)
 
     def _attack(self, what: str, *args) -> None:
@@ -323,12 +341,14 @@ class HostileRelay(FrameModes):
         if status != 200 or username == requester:
             pass
         elif self.mode == "key-retired":
-            answer = self._retired(requester, username, body)
+            answer = await self._retired(scope, requester, username, body)
+        elif self.mode == "split-view" and not self._forger.forks(requester, username):
+            pass
         elif username not in self.arg.split(","):
             pair = (requester, username)
             n = self._fetched[pair] = self._fetched.get(pair, 0) + 1
             substitute = self.arg.split(",")[0 if n == 2 else -1]
-            if self.mode in ("key-first", "key-name") or n > 1:
+            if self.mode in ("key-first", "key-name", "plant-key", "split-view") or n > 1:
                 path = f"/v1/users/{substitute}/keys"
                 sub_scope = {**scope, "path": path, "raw_path": path.encode()}
                 s_status, _, s_body = await self._call(sub_scope, _empty_receive)
@@ -336,16 +356,15 @@ class HostileRelay(FrameModes):
                     doc = json.loads(s_body)
                     if self.mode != "key-name":  # key-name: the answer keeps the substitute's own name
                         doc["username"] = json.loads(body)["username"]
+                    if self.mode == "split-view":
+                        doc = await self._forger.forked_answer(scope, requester, username, doc)
+                    elif self.mode != "key-name":
+                        doc = await self._forger.plant(scope, username, doc)
                     answer = json.dumps(doc).encode()
                     self._attack("served %s's keys as %s's to %s", substitute, username, requester)
-        if answer is not body:
-            body = answer
-            headers = [(k, v) for k, v in headers if k.lower() != b"content-length"]
-            headers.append((b"content-length", str(len(body)).encode()))
-        await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+        await _answer(send, status, headers, answer)
 
-    def _retired(self, requester: str, username: str, body: bytes) -> bytes:
+    async def _retired(self, scope, requester: str, username: str, body: bytes) -> bytes:
         oldest = self._dir.oldest_keys(username)
         if oldest is None:
             return body
@@ -357,6 +376,9 @@ class HostileRelay(FrameModes):
         doc.update(
             wrap_key=b64u_encode(oldest[1]), sign_key=b64u_encode(oldest[2]), wrap_kid=oldest[3], sign_kid=oldest[4]
         )
+        path = f"/v1/users/{username}/keys/history"  # the retired keys' own log proof: they are in the log
+        _, _, history = await self._call({**scope, "path": path, "raw_path": path.encode()}, _empty_receive)
+        doc["kt"] = json.loads(history)["keys"][0].get("kt")
         self._attack("served %s's retired keys to %s", username, requester)
         return json.dumps(doc).encode()
 
@@ -371,6 +393,13 @@ class HostileRelay(FrameModes):
 
         await self.app(scope, receive, capture)
         return out["status"], out["headers"], out["body"]
+
+
+async def _answer(send, status: int, headers: list, body: bytes) -> None:
+    headers = [(k, v) for k, v in headers if k.lower() != b"content-length"]
+    headers.append((b"content-length", str(len(body)).encode()))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 async def _empty_receive():

@@ -38,6 +38,7 @@ from .events import (
     RecordChanged,
     RttMeasured,
     Sent,
+    TransparencyAlert,
 )
 from .record import RecordState
 from .rotate import RotationNotSaved
@@ -68,6 +69,7 @@ __all__ = [
     "MessageUnreadable",
     "ReadUpTo",
     "RecordChanged",
+    "TransparencyAlert",
     "RecordState",
     "RotationNotSaved",
     "RttMeasured",

@@ -15,13 +15,14 @@ import os
 import time
 from typing import TYPE_CHECKING
 
-from shared.errors import ErrorCode, KeyAnswerMismatch
+from shared.errors import E2EEError, ErrorCode, KeyAnswerMismatch
 from shared.keys import Identity
 
 from . import keystore, profiles
 from .events import LocalDataWarning
 from .history import History
 from .inbox import Progress
+from .transparency import Transparency
 
 if TYPE_CHECKING:
     from .client import ChatClient
@@ -51,12 +52,14 @@ async def register(c: ChatClient, password: str, passphrase: str, bits: int, ide
         aside = c.profile.with_name(f"{c.username}.replaced-{int(time.time())}")
         log.warning("a profile for %s existed; moved to %s", c.username, aside)
         c.profile.rename(aside)
+        c.transparency = Transparency(c)  # the heads held were the replaced profile's
     bundle = keystore.KeyBundle(
         identity, os.urandom(keystore.LOCAL_KEY_BYTES), (), os.urandom(keystore.LOCAL_KEY_BYTES)
     )
     await asyncio.to_thread(keystore.save_bundle, c.keystore_path, bundle, passphrase, c.kdf)
     await open_local(c, bundle, passphrase, fresh=True)
     await c.rest.login(password)
+    await monitor_own_keys(c)
     return identity
 
 
@@ -68,8 +71,29 @@ async def login(c: ChatClient, password: str, passphrase: str) -> Identity:
     await open_local(c, bundle, passphrase)
     await c.rest.login(password)
     await c._finish_rotation()  # a rotation published before its keystore save failed
+    await monitor_own_keys(c)
     assert c.identity is not None
     return c.identity
+
+
+async def monitor_own_keys(c: ChatClient, *, quiet: bool = True) -> int:
+    """The key transparency monitor for this account (docs/PROTOCOL.md §14): the relay's log must
+    hold exactly the keys this keystore published under the username (current, retired, pending).
+    A failure is alerted (``TransparencyAlert`` event, warning) and does not stop the login: the
+    user is told, and the keys of others are still checked on every fetch. A relay that does not
+    answer is tried again at the next login. Returns the leaves read (0 after a failure).
+
+    Raises (only when not ``quiet``): TransparencyFailed, ClientError."""
+    assert c.identity is not None
+    mine = [c.identity, *c.retired, *([c._bundle.pending] if c._bundle and c._bundle.pending else [])]
+    try:
+        current = (c.identity.wrap_kid, c.identity.sign_kid)
+        return await c.transparency.monitor({(i.wrap_kid, i.sign_kid) for i in mine}, current)
+    except E2EEError as exc:
+        log.warning("key transparency monitor: %s", exc.code)
+        if not quiet:
+            raise
+        return 0
 
 
 async def _open_history(c: ChatClient) -> History:

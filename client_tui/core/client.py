@@ -60,6 +60,7 @@ from .record import Record
 from .rest import Rest
 from .rotate import Rotation
 from .tokens import RelaySession
+from .transparency import Transparency
 from .trust import Contact
 
 __all__ = ["ChatClient", "default_profile_root"]
@@ -134,6 +135,7 @@ class ChatClient(Rotation):
         self.receipts = Receipts(self)  # end-to-end read receipts
         self.expiry = Expiry(self)  # disappearing messages
         self.connection = Connection(self, backoff)
+        self.transparency = Transparency(self)  # the key transparency heads verified, the monitor
         self._passphrase: str | None = None
         self._local_key = b""
         self._bundle: keystore.KeyBundle | None = None

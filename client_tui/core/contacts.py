@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from .events import Event
     from .outbox import Outbox
     from .rest import Rest
+    from .transparency import Transparency
 
 log = logging.getLogger("e2ee.client")
 
@@ -71,6 +72,7 @@ class Contacts:
     profile: Path
     events: asyncio.Queue[Event]
     rest: Rest
+    transparency: Transparency
     outgoing: Outbox
     members: dict[str, list[str]]
     local_warnings: list[str]
@@ -114,7 +116,8 @@ class Contacts:
 
         Raises:
             InvalidRequest: ``user`` is not a valid username.  KeyAnswerMismatch: the answer names
-            someone else.  KeyInvalid: an unacceptable key.  ClientError: relay errors.
+            someone else.  KeyInvalid: an unacceptable key.  TransparencyFailed: the keys are not
+            proven to be in the relay's key transparency log (§14).  ClientError: relay errors.
         """
         user = canonical_username(user)
         doc = await self.rest.request("GET", f"/v1/users/{user}/keys")
@@ -126,7 +129,9 @@ class Contacts:
                 f"{str(named)[:40]!r}: refused, nothing pinned",
                 field="username",
             )
-        return PublicIdentity.from_json(doc)
+        ident = PublicIdentity.from_json(doc)
+        await self.transparency.check_key_answer(ident, doc)  # in the relay's log, or refused (alerted)
+        return ident
 
     async def _fetch_for_send(self, user: str) -> PublicIdentity:
         """:meth:`fetch_keys` for someone to write to: a user without a published key is named.

@@ -182,6 +182,18 @@ class LocalDataWarning:
     text: str
 
 
+@dataclass(frozen=True)
+class TransparencyAlert:
+    """The relay's key transparency log did not verify (``code``: ``split_view``,
+    ``consistency_proof_invalid``, ``inclusion_proof_invalid``, ``tree_head_invalid``,
+    ``log_key_mismatch``); ``text`` says in words what the relay did; ``field`` names the other
+    user or the member at fault."""
+
+    code: str
+    text: str
+    field: str | None = None
+
+
 Event = (
     MessageReceived
     | MessageUnreadable
@@ -196,5 +208,6 @@ Event = (
     | GapDetected
     | RttMeasured
     | LocalDataWarning
+    | TransparencyAlert
 )
 """Everything :attr:`ChatClient.events` carries."""

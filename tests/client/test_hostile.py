@@ -23,6 +23,7 @@ from shared import envelope
 from shared.b64 import b64u_decode, b64u_encode
 from shared.keys import Identity, PublicIdentity
 from tests.helpers.clients import drain, messages_of
+from tests.helpers.ktlog import SignedLog
 
 
 def _edit(data: bytes, **changes) -> bytes:
@@ -120,9 +121,15 @@ async def test_k06_substituted_key_mid_conversation_warns_and_blocks_sending(off
     fake = PublicIdentity("alice", identities["mallory"].public.wrap_key, identities["mallory"].public.sign_key)
     real = identities["alice"].public
 
+    log = SignedLog()  # the relay logs the substitute under alice's name: the proofs hold
+    log.publish(real)
+    log.publish(fake, counter=1)
+
     def handler(request: httpx2.Request) -> httpx2.Response:
+        if (answer := log.route(request)) is not None:
+            return answer
         if request.url.path == "/v1/users/alice/keys":
-            return httpx2.Response(200, json=fake.to_json())
+            return httpx2.Response(200, json=log.key_answer(fake))
         if request.url.path == "/v1/users/alice/keys/history":
             return httpx2.Response(
                 200,

@@ -210,3 +210,16 @@ def test_malformed_proofs_and_ranges_are_refused():
             bad()
     with pytest.raises(ValueError):
         tree.append_hash(b"\x00" * 31)
+
+
+def test_a_compact_range_gives_every_root_and_resumes_from_its_own_hashes():
+    tree, edge = merkle.Tree(), merkle.CompactRange()
+    assert edge.root() == merkle.EMPTY_ROOT
+    for i in range(70):
+        h = ref_leaf(bytes([i]))
+        tree.append_hash(h)
+        edge.append_hash(h)
+        assert edge.root() == tree.root() and len(edge.hashes) == edge.size.bit_count()
+        edge = merkle.CompactRange(edge.size, edge.hashes)  # as a monitor stores and loads it
+    with pytest.raises(ValueError):
+        merkle.CompactRange(3, [bytes(32)])

@@ -1,0 +1,60 @@
+"""``e2ee-chat audit``: the key transparency heads this client holds for the relay, checked against
+the relay's log now (docs/PROTOCOL.md §14).
+
+Prints what is held (tree size, root, when the relay signed it, the pinned log key), the relay's
+current head and whether it extends the held one (a consistency proof), and the monitor's verdict
+on the user's own keys (every leaf under the name is a key this keystore published; the current
+keys are in the log). Needs the keystore passphrase (the keys published), not the relay password:
+the log is public.
+
+Exit status: 0 consistent, 5 the log does not verify (an alert line says how), 1 other failures.
+"""
+
+from __future__ import annotations
+
+import time
+
+from shared.b64 import b64u_encode
+from shared.errors import TransparencyFailed
+from shared.keys import key_id
+
+from .commands import client_for, err, open_local
+from .core import account
+from .safe import one_line
+
+EXIT_LOG_INCONSISTENT = 5
+
+
+def _head_line(label: str, head) -> str:
+    when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(head.timestamp_ms / 1000))
+    return f"{label}: {head.size} keys, root {b64u_encode(head.root)}, signed {when}"
+
+
+async def audit(args) -> int:
+    """Run the audit for ``args.user`` at ``args.server``; the exit status (module docstring)."""
+    client = client_for(args)
+    try:
+        await open_local(client, args.passphrase)
+        kt = client.transparency
+        held = kt.head
+        print(f"relay {client.server_url}, account {client.username}")
+        if held is None or kt.log_key is None:
+            print("held: no head yet (this client has not verified the relay's log before)")
+        else:
+            print(f"log key: {key_id(kt.log_key)}")
+            print(_head_line("held", held))
+            print(f"monitored: the first {kt.edge.size} keys of the log")
+        try:
+            current = await kt.refresh()
+            print(_head_line("relay", current))
+            if held is not None:
+                print(f"consistent: the relay's log extends the held head of {held.size} keys")
+            read = await account.monitor_own_keys(client, quiet=False)
+            print(f"monitor: {read} new keys read; yours in the log: {len(kt.mine)}, none planted under your name")
+        except TransparencyFailed as exc:
+            print(f"ALERT {exc.code}: {one_line(exc.message)}")
+            err(f"the relay's key directory does not verify ({exc.code})")
+            return EXIT_LOG_INCONSISTENT
+        return 0
+    finally:
+        await client.close()

@@ -1,0 +1,286 @@
+"""The client's side of the key transparency log (docs/PROTOCOL.md §14): the newest signed tree
+head this client verified for its relay profile, the checks every key answer goes through, and the
+monitor of the user's own keys.
+
+Kept in ``kt-head.json`` in the profile folder (public data, written atomically and 0600 by
+:func:`client_tui.core.private.write_private`)::
+
+    {"format": "e2ee-chat-kt", "v": 1, "log_key": b64url SPKI (Ed25519), "head": <signed head>,
+     "monitor": {"size": n, "edge": [b64url subtree roots], "mine": [[wrap_kid, sign_kid], ...]}}
+
+- The relay's log key is pinned on first use; a head signed by another key is refused.
+- A head newer than the one held is accepted only with a consistency proof from the held one
+  (RFC 9162 §2.1.4); an older one must be proven a prefix of it; one of the same size must have
+  the same root. Anything else is a :class:`~shared.errors.TransparencyFailed` raised loudly: an
+  alert event, a warning in the log, and nothing from that answer is pinned.
+- The monitor reads every leaf appended since its last visit, checks that they add up to the
+  signed head (a compact range of the tree's right edge is kept, so a visit costs the new leaves
+  only), and that every leaf under the user's name is a key this keystore published, and that
+  the current keys are in the log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cryptography.hazmat.primitives.asymmetric import ed25519
+from cryptography.hazmat.primitives.serialization import load_der_public_key
+
+from shared import kt, merkle
+from shared.b64 import b64u_decode, b64u_encode
+from shared.errors import (
+    ConsistencyProofInvalid,
+    E2EEError,
+    InclusionProofInvalid,
+    LogKeyMismatch,
+    SplitView,
+    TransparencyFailed,
+    TreeHeadInvalid,
+)
+from shared.keys import PublicIdentity, key_id, spki_der
+
+from .events import TransparencyAlert
+from .private import set_aside, write_private
+
+if TYPE_CHECKING:
+    from .client import ChatClient
+
+log = logging.getLogger("e2ee.client.kt")
+
+FILE_NAME = "kt-head.json"
+FORMAT = "e2ee-chat-kt"
+
+
+class Transparency:
+    """The key transparency state of one account on one relay (``client.transparency``)."""
+
+    def __init__(self, client: ChatClient) -> None:
+        self.c = client
+        self.log_key: ed25519.Ed25519PublicKey | None = None
+        self.head: kt.TreeHead | None = None
+        self.edge = merkle.CompactRange()
+        self.mine: set[tuple[str, str]] = set()
+        self.alerts: list[TransparencyFailed] = []
+        self._lock = asyncio.Lock()
+        self.load()
+
+    @property
+    def path(self) -> Path:
+        """``kt-head.json`` in the profile folder."""
+        return self.c.profile / FILE_NAME
+
+    # -- the file -----------------------------------------------------------------------------------
+    def load(self) -> None:
+        """Read the held state; a damaged file is set aside (the user is told) and started over."""
+        if not self.path.exists():
+            return
+        try:
+            doc = json.loads(self.path.read_bytes())
+            if doc.get("format") != FORMAT or doc.get("v") != 1:
+                raise ValueError("not a key transparency state file")
+            key = load_der_public_key(b64u_decode(doc["log_key"], "log_key"))
+            if not isinstance(key, ed25519.Ed25519PublicKey):
+                raise ValueError("the log key is not Ed25519")
+            head = kt.TreeHead.from_json(doc["head"])
+            head.verify(key)
+            mon = doc.get("monitor", {})
+            edge = merkle.CompactRange(mon.get("size", 0), [b64u_decode(h, "edge") for h in mon.get("edge", [])])
+            mine = {(str(w), str(s)) for w, s in mon.get("mine", [])}
+        except (OSError, ValueError, KeyError, TypeError, E2EEError) as exc:
+            aside = set_aside(self.path, "damaged")
+            text = (
+                f"The key transparency heads this client verified ({FILE_NAME}) were damaged and set aside as "
+                f"{aside.name}: the relay's log is trusted again from its next answer, as on first use."
+            )
+            log.warning("kt state damaged (%s): set aside", type(exc).__name__)
+            self.c.local_warnings.append(text)
+            return
+        self.log_key, self.head, self.edge, self.mine = key, head, edge, mine
+
+    def save(self) -> None:
+        """Write the held state (atomic, 0600)."""
+        if self.log_key is None or self.head is None:
+            return
+        doc = {
+            "format": FORMAT,
+            "v": 1,
+            "log_key": b64u_encode(spki_der(self.log_key)),
+            "head": self.head.to_json(),
+            "monitor": {
+                "size": self.edge.size,
+                "edge": [b64u_encode(h) for h in self.edge.hashes],
+                "mine": sorted([list(k) for k in self.mine]),
+            },
+        }
+        self.c.profile.mkdir(parents=True, exist_ok=True)
+        write_private(self.path, json.dumps(doc, sort_keys=True).encode())
+
+    # -- alerts -------------------------------------------------------------------------------------
+    async def _alert(self, exc: TransparencyFailed) -> TransparencyFailed:
+        self.alerts.append(exc)
+        log.warning("KEY TRANSPARENCY ALERT %s: %s", exc.code, exc.message)
+        await self.c.events.put(TransparencyAlert(str(exc.code), exc.message, exc.field))
+        return exc
+
+    async def _get(self, path: str) -> Any:
+        """The log's routes are public; the token goes along when there is one (it changes nothing)."""
+        return await self.c.rest.request("GET", path, auth=self.c.token is not None)
+
+    # -- heads --------------------------------------------------------------------------------------
+    async def refresh(self) -> kt.TreeHead:
+        """Fetch the relay's current head, pin its log key on first use, and accept the head.
+
+        Raises:
+            TransparencyFailed (alerted); ClientError: relay errors.
+        """
+        doc = await self._get("/v1/kt/head")
+        try:
+            if not isinstance(doc, dict) or not isinstance(doc.get("log_key"), str):
+                raise TreeHeadInvalid("the relay's head answer has no log key", field="log_key")
+            self._pin(doc["log_key"])
+            head = kt.TreeHead.from_json(doc.get("head"))
+        except TransparencyFailed as exc:
+            raise await self._alert(exc) from None
+        await self.accept(head)
+        return head
+
+    def _pin(self, spki_b64: str) -> None:
+        try:
+            key = load_der_public_key(b64u_decode(spki_b64, "log_key"))
+        except (ValueError, E2EEError):
+            raise TreeHeadInvalid("the relay's log key is not a public key", field="log_key") from None
+        if not isinstance(key, ed25519.Ed25519PublicKey):
+            raise TreeHeadInvalid("the relay's log key is not Ed25519", field="log_key")
+        if self.log_key is None:
+            self.log_key = key
+            log.info("pinned the relay's key transparency log key %s…", key_id(key)[:8])
+        elif spki_der(key) != spki_der(self.log_key):
+            raise TreeHeadInvalid(
+                "the relay now signs its key directory with another log key than the one pinned: "
+                "its earlier heads cannot be compared with what it shows now",
+                field="log_key",
+            )
+
+    async def accept(self, head: kt.TreeHead, seen_by: str | None = None) -> None:
+        """Verify ``head`` (signature by the pinned log key, consistency with the held head) and
+        keep it if newer. ``seen_by``: the user who showed us this head (gossip), for the alert.
+
+        Raises:
+            TreeHeadInvalid, ConsistencyProofInvalid, SplitView (each alerted first).
+        """
+        async with self._lock:
+            try:
+                await self._accept(head, seen_by)
+            except TransparencyFailed as exc:
+                raise await self._alert(exc) from None
+
+    async def _accept(self, head: kt.TreeHead, seen_by: str | None) -> None:
+        if self.log_key is None:
+            doc = await self._get("/v1/kt/head")
+            self._pin(doc.get("log_key") if isinstance(doc, dict) else "")
+        assert self.log_key is not None
+        head.verify(self.log_key)
+        held = self.head
+        if held is not None:
+            lo, hi = (held, head) if held.size <= head.size else (head, held)
+            try:
+                if lo.size == hi.size:
+                    merkle.verify_consistency(lo.size, hi.size, lo.root, hi.root, [])
+                else:
+                    answer = await self._get(f"/v1/kt/consistency?from={lo.size}&to={hi.size}")
+                    raw = answer.get("proof") if isinstance(answer, dict) else None
+                    proof = kt.decode_proof(raw, ConsistencyProofInvalid)
+                    merkle.verify_consistency(lo.size, hi.size, lo.root, hi.root, proof)
+            except ConsistencyProofInvalid:
+                who = f"you and {seen_by}" if seen_by else "you now and what it showed you before"
+                raise (SplitView if seen_by else ConsistencyProofInvalid)(
+                    f"the relay is showing {who} different key directories: its signed heads of "
+                    f"{lo.size} and {hi.size} keys cannot both be true (nothing from this answer is used)",
+                    field=seen_by or "head",
+                ) from None
+        if held is None or head.size > held.size:
+            self.head = head
+            self.save()
+
+    # -- key answers --------------------------------------------------------------------------------
+    async def check_key_answer(self, ident: PublicIdentity, doc: dict[str, Any]) -> None:
+        """Check a key answer's ``kt``: its leaf names exactly ``ident`` (the keys answered, their
+        ids recomputed from the keys), the proof leads to a head signed by the log key, and that
+        head is consistent with the one held. Call before anything of the answer is pinned.
+
+        Raises:
+            InclusionProofInvalid, TreeHeadInvalid, ConsistencyProofInvalid (each alerted).
+        """
+        try:
+            if doc.get("kt") is None:
+                raise InclusionProofInvalid(
+                    f"the relay answered {ident.username}'s keys without a proof that they are in its "
+                    "key transparency log: refused, nothing pinned",
+                    field="kt",
+                )
+            inc = kt.Inclusion.from_json(doc["kt"])
+            if inc.leaf.username != ident.username or inc.leaf.kids != (ident.wrap_kid, ident.sign_kid):
+                raise InclusionProofInvalid(
+                    f"the relay's log leaf for {ident.username}'s keys names other keys "
+                    f"({inc.leaf.username}, {inc.leaf.wrap_kid[:8]}…): refused, nothing pinned",
+                    field="leaf",
+                )
+            inc.verify()
+        except TransparencyFailed as exc:
+            raise await self._alert(exc) from None
+        await self.accept(inc.head)
+
+    # -- the monitor --------------------------------------------------------------------------------
+    async def monitor(self, published: set[tuple[str, str]], current: tuple[str, str]) -> int:
+        """Read the leaves appended since the last visit and check the user's own: every leaf under
+        this username must be one of ``published`` (key id pairs this keystore holds), and
+        ``current`` must be in the log. Returns the number of leaves read.
+
+        Raises:
+            LogKeyMismatch: a key planted under my name, or my current keys missing (alerted).
+            ConsistencyProofInvalid: the leaves do not add up to the signed head (alerted).
+            ClientError: relay errors.
+        """
+        head = await self.refresh()
+        me = self.c.username
+        edge, mine, planted, read = merkle.CompactRange(self.edge.size, self.edge.hashes), set(self.mine), [], 0
+        try:
+            while edge.size < head.size:
+                answer = await self._get(f"/v1/kt/entries?start={edge.size}&end={head.size}")
+                entries = answer.get("entries") if isinstance(answer, dict) else None
+                if not isinstance(entries, list) or not entries:
+                    raise ConsistencyProofInvalid(
+                        f"the relay signed a log of {head.size} keys but shows only {edge.size}", field="entries"
+                    )
+                for e in entries[: head.size - edge.size]:
+                    leaf = kt.KeyLeaf.from_json(e)
+                    edge.append_hash(leaf.hash())
+                    read += 1
+                    if leaf.username == me and leaf.kids in published:
+                        mine.add(leaf.kids)
+                    elif leaf.username == me:
+                        planted.append(leaf.kids)
+            if edge.root() != head.root:
+                raise ConsistencyProofInvalid(
+                    f"the relay's log entries do not add up to the head it signed for {head.size} keys", field="entries"
+                )
+            if planted:
+                raise LogKeyMismatch(
+                    f"the relay's key directory holds {len(planted)} key(s) under your name that this keystore "
+                    f"never published (wrap key {planted[0][0][:8]}…): anyone fetching your keys may be given them",
+                    field="username",
+                )
+            if current not in mine:
+                raise LogKeyMismatch(
+                    "your current keys are not in the relay's key directory: what it answers for you is not them",
+                    field="username",
+                )
+        except TransparencyFailed as exc:
+            raise await self._alert(exc) from None
+        self.edge, self.mine = edge, mine
+        self.save()
+        return read

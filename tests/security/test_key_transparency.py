@@ -1,0 +1,103 @@
+"""Key transparency against real relays (PROTOCOL.md §14): a relay that plants a key under a user's
+name is caught by that user's monitor at the next start; a relay that forks the log for one user is
+caught by a consistency failure once the real log moves on, and by the gossiped head of another
+user (split_view); a relay that rewrites history is caught by every client holding an older head,
+and by ``e2ee-chat audit``; an honest relay raises nothing. Clients are real ChatClients over HTTP
+and websockets; the hostile relay is bench/tools/hostile.py with bench/tools/hostile_kt.py."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+
+from client_tui.core import TransparencyAlert
+from shared import kt
+from shared.errors import ConsistencyProofInvalid, LogKeyMismatch, SplitView
+from tests.helpers.relays import attacks
+
+
+def codes(client) -> list[str]:
+    """The codes of the transparency alerts ``client`` raised (each also went out as an event)."""
+    return [str(a.code) for a in client.transparency.alerts]
+
+
+async def test_a_planted_key_passes_the_proofs_and_its_owner_is_alerted_at_the_next_start(world):
+    relay = world.hostile("plant-key:mallory")
+    mallory = await world.client(relay, "mallory", connect=False)
+    bob = await world.client(relay, "bob", connect=False)
+    alice = await world.client(relay, "alice", connect=False)
+    served = await alice.fetch_keys("bob")  # the planted leaf is in the log: the inclusion proof holds
+    assert (served.wrap_kid, served.sign_kid) == (mallory.identity.wrap_kid, mallory.identity.sign_kid)
+    assert codes(alice) == [] and len(attacks(relay, "plant-key")) == 1
+    await bob.close()
+    again = await world.client(relay, "bob", register=False, connect=False)  # bob starts again
+    await world.rec(again).until(lambda r: r.of(TransparencyAlert))
+    (alert,) = world.rec(again).of(TransparencyAlert)
+    assert alert.code == "log_key_mismatch" and "never published" in alert.text
+    assert mallory.identity.wrap_kid[:8] in alert.text
+    with pytest.raises(LogKeyMismatch):  # and again at every start, until the relay explains itself
+        mine = (again.identity.wrap_kid, again.identity.sign_kid)
+        await again.transparency.monitor({mine}, mine)
+
+
+async def test_a_log_forked_for_one_user_fails_consistency_and_a_gossiped_head_shows_the_split(world):
+    relay = world.hostile("split-view:mallory")
+    mallory = await world.client(relay, "mallory", connect=False)
+    bob = await world.client(relay, "bob", connect=False)
+    alice = await world.client(relay, "alice", connect=False)
+    honest = alice.transparency.head
+    assert honest is not None and honest.size == 3
+    served = await alice.fetch_keys("bob")  # the fork: honest leaves + "bob: mallory's keys", signed
+    assert served.wrap_kid == mallory.identity.wrap_kid and alice.transparency.head.size == 4
+    assert codes(alice) == []  # the fork extends what alice saw: alone, she cannot tell
+    await world.client(relay, "carol", connect=False)  # the real log moves on: 4 leaves, another root
+    await bob.transparency.refresh()
+    with pytest.raises(SplitView) as split:  # bob's head reaches alice (inside a message, gossip)
+        await alice.transparency.accept(bob.transparency.head, seen_by="bob")
+    assert "showing you and bob different key directories" in split.value.message
+    assert split.value.field == "bob"
+    with pytest.raises(ConsistencyProofInvalid):  # and the next key answer from the real log
+        await alice.fetch_keys("carol")
+    assert "carol" not in alice.contacts
+    assert codes(alice) == ["split_view", "consistency_proof_invalid"]
+
+
+async def test_a_relay_that_rewrites_history_is_caught_by_a_client_holding_an_older_head(world):
+    relay = world.relay()
+    await world.client(relay, "bob", connect=False)
+    alice = await world.client(relay, "alice", connect=False)
+    mallory = world.identities["mallory"]
+    held = alice.transparency.head
+    relay.stop()
+    forged = kt.KeyLeaf("bob", 0, mallory.wrap_kid, mallory.sign_kid)  # bob's first key, rewritten
+    db = sqlite3.connect(relay.data_dir / "relay.db")
+    with db:
+        db.execute(
+            "UPDATE kt_log SET leaf = ?, leaf_hash = ? WHERE idx = 0",
+            (forged.data().decode(), forged.hash()),
+        )
+    db.close()
+    relay.start()
+    with pytest.raises(ConsistencyProofInvalid) as err:
+        await alice.transparency.refresh()
+    assert f"{held.size}" in err.value.message and alice.transparency.head == held  # the held head stays
+    assert codes(alice) == ["consistency_proof_invalid"]
+
+
+async def test_an_honest_relay_raises_nothing_through_rotations_and_key_fetches(world):
+    relay = world.relay()
+    bob = await world.client(relay, "bob", connect=False)
+    alice = await world.client(relay, "alice", connect=False)
+    for _ in range(2):
+        await bob.rotate_keys()
+        await alice.fetch_keys("bob")
+        await alice.transparency.accept(bob.transparency.head or await bob.transparency.refresh(), seen_by="bob")
+    await bob.close()
+    again = await world.client(relay, "bob", register=False, connect=False)
+    assert again.transparency.head.size == 4 and len(again.transparency.mine) == 3
+    assert codes(alice) == codes(again) == []
+    state = json.loads((alice.profile / "kt-head.json").read_text())
+    assert kt.TreeHead.from_json(state["head"]) == alice.transparency.head
+    assert (alice.profile / "kt-head.json").stat().st_mode & 0o777 == 0o600
