@@ -141,6 +141,12 @@ SUITES: list[Suite] = [
         lambda a: {"n": _n(a)},
     ),
     Suite(
+        "transparency",
+        "key transparency log: µs to check a key answer's inclusion proof at 10^3, 10^5, 10^6 entries, proof bytes",
+        "bench.transparency",
+        lambda a: {"n": 300 if a.quick else 2000, "sizes": (1000, 10_000) if a.quick else (1000, 100_000, 1_000_000)},
+    ),
+    Suite(
         "attachments",
         "attachment MB/s: encrypt+upload and download+decrypt through a relay, next to AES-GCM's limit",
         "bench.attachments",
