@@ -114,7 +114,9 @@ async def judge(client, contact: Contact, served: PublicIdentity) -> Verdict:
     if any((p.wrap_kid, p.sign_kid) == kids for p in contact.previous):
         return Verdict(False, rollback=True)
     try:
-        rows = _rows(await client.rest.request("GET", f"/v1/users/{name}/keys/history"), name)
+        doc = await client.rest.request("GET", f"/v1/users/{name}/keys/history")
+        await client.transparency.check_history(name, doc)  # every key of the chain is in the log
+        rows = _rows(doc, name)
     except (E2EEError, KeyError, TypeError, AttributeError) as exc:
         log.info("no usable key history for %s: %s", name, getattr(exc, "code", type(exc).__name__))
         return Verdict(None)

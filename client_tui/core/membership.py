@@ -38,6 +38,7 @@ from shared.errors import (
     LegacyConversation,
     MembershipFork,
     MembershipWithheld,
+    TransparencyFailed,
 )
 from shared.keys import PublicIdentity
 from shared.membership import Statement, member_of
@@ -302,6 +303,7 @@ class Membership(EnvelopeCheck):
         if found is None:
             try:
                 doc = await self.client.rest.request("GET", f"/v1/users/{user}/keys/history")
+                await self.client.transparency.check_history(user, doc)  # each key proven in the log
                 self._published[user] = [
                     PublicIdentity.from_json(k) for k in doc.get("keys", []) if k.get("username") == user
                 ]
@@ -309,6 +311,8 @@ class Membership(EnvelopeCheck):
                 if exc.code in NOT_ANSWERED:
                     raise
                 log.info("no key history for %s: %s", user, exc.code)
+            except TransparencyFailed as exc:  # alerted; none of the answer's keys is used
+                log.warning("key history of %s refused: %s", user, exc.code)
             found = find()
         return found
 

@@ -216,23 +216,29 @@ class Transparency:
             InclusionProofInvalid, TreeHeadInvalid, ConsistencyProofInvalid (each alerted).
         """
         try:
-            if doc.get("kt") is None:
-                raise InclusionProofInvalid(
-                    f"the relay answered {ident.username}'s keys without a proof that they are in its "
-                    "key transparency log: refused, nothing pinned",
-                    field="kt",
-                )
-            inc = kt.Inclusion.from_json(doc["kt"])
-            if inc.leaf.username != ident.username or inc.leaf.kids != (ident.wrap_kid, ident.sign_kid):
-                raise InclusionProofInvalid(
-                    f"the relay's log leaf for {ident.username}'s keys names other keys "
-                    f"({inc.leaf.username}, {inc.leaf.wrap_kid[:8]}…): refused, nothing pinned",
-                    field="leaf",
-                )
-            inc.verify()
+            inc = _checked(ident.username, ident, doc.get("kt"))
         except TransparencyFailed as exc:
             raise await self._alert(exc) from None
         await self.accept(inc.head)
+
+    async def check_history(self, username: str, doc: object) -> None:
+        """:meth:`check_key_answer` for every key of a key history answer
+        (``GET /v1/users/{username}/keys/history``); the heads they name are accepted once each.
+
+        Raises:
+            TransparencyFailed (alerted): one key is not proven to be ``username``'s in the log.
+            E2EEError: a key that does not load (the caller's to handle, as without the log).
+        """
+        keys = doc.get("keys") if isinstance(doc, dict) else None
+        heads: dict[tuple[int, bytes], kt.TreeHead] = {}
+        try:
+            for row in keys if isinstance(keys, list) else []:
+                inc = _checked(username, PublicIdentity.from_json(row), row.get("kt"))
+                heads.setdefault((inc.head.size, inc.head.root), inc.head)
+        except TransparencyFailed as exc:
+            raise await self._alert(exc) from None
+        for head in heads.values():
+            await self.accept(head)
 
     # -- the monitor --------------------------------------------------------------------------------
     async def monitor(self, published: set[tuple[str, str]], current: tuple[str, str]) -> int:
@@ -284,3 +290,28 @@ class Transparency:
         self.edge, self.mine = edge, mine
         self.save()
         return read
+
+
+def _checked(username: str, ident: PublicIdentity, raw: object) -> kt.Inclusion:
+    """The parsed ``kt`` member of a key answer for ``username`` whose leaf is ``ident``'s keys
+    and whose audit path leads to its head's root (the head itself is not checked here).
+
+    Raises:
+        InclusionProofInvalid: no proof, a leaf naming another user or other keys, a bad path.
+        TreeHeadInvalid: a malformed head.
+    """
+    if raw is None:
+        raise InclusionProofInvalid(
+            f"the relay answered {username}'s keys without a proof that they are in its key transparency log: "
+            "refused, nothing pinned",
+            field="kt",
+        )
+    inc = kt.Inclusion.from_json(raw)
+    if ident.username != username or inc.leaf.username != username or inc.leaf.kids != (ident.wrap_kid, ident.sign_kid):
+        raise InclusionProofInvalid(
+            f"the relay's log leaf for {username}'s keys names other keys "
+            f"({inc.leaf.username}, {inc.leaf.wrap_kid[:8]}…): refused, nothing pinned",
+            field="leaf",
+        )
+    inc.verify()
+    return inc

@@ -136,8 +136,8 @@ async def test_k06_substituted_key_mid_conversation_warns_and_blocks_sending(off
                 json={
                     "username": "alice",
                     "keys": [
-                        {**real.to_json(), "current": False, "rotation_sig": None},
-                        {**fake.to_json(), "current": True, "rotation_sig": b64u_encode(bytes(64))},
+                        {**log.key_answer(real), "current": False, "rotation_sig": None},
+                        {**log.key_answer(fake), "current": True, "rotation_sig": b64u_encode(bytes(64))},
                     ],
                 },
             )

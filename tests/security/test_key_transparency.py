@@ -14,7 +14,7 @@ import pytest
 
 from client_tui.core import TransparencyAlert
 from shared import kt
-from shared.errors import ConsistencyProofInvalid, LogKeyMismatch, SplitView
+from shared.errors import ConsistencyProofInvalid, InclusionProofInvalid, LogKeyMismatch, SplitView
 from tests.helpers.relays import attacks
 
 
@@ -101,3 +101,22 @@ async def test_an_honest_relay_raises_nothing_through_rotations_and_key_fetches(
     state = json.loads((alice.profile / "kt-head.json").read_text())
     assert kt.TreeHead.from_json(state["head"]) == alice.transparency.head
     assert (alice.profile / "kt-head.json").stat().st_mode & 0o777 == 0o600
+
+
+async def test_a_key_history_row_without_its_own_log_proof_is_refused(world):
+    relay = world.relay()
+    bob = await world.client(relay, "bob", connect=False)
+    alice = await world.client(relay, "alice", connect=False)
+    await bob.rotate_keys()
+    doc = await alice.rest.request("GET", "/v1/users/bob/keys/history")
+    await alice.transparency.check_history("bob", doc)  # as served: both keys proven
+    first, second = doc["keys"]
+    for forged in (
+        {"keys": [first, {**second, "kt": None}]},  # a rotation the log does not hold
+        {"keys": [first, {**second, "kt": first["kt"]}]},  # another key's proof
+    ):
+        with pytest.raises(InclusionProofInvalid):
+            await alice.transparency.check_history("bob", forged)
+    with pytest.raises(InclusionProofInvalid):  # bob's keys answered as carol's history
+        await alice.transparency.check_history("carol", doc)
+    assert codes(alice) == ["inclusion_proof_invalid"] * 3
