@@ -39,6 +39,7 @@ import getpass
 import logging
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import platformdirs
@@ -261,14 +262,35 @@ class _HarmlessFormatter(logging.Formatter):
         return one_line(super().format(record))
 
 
-def _log_to_file() -> Path:
+CLIENT_LOGGERS = ("e2ee.client", "e2ee.tui")
+"""The client's loggers: the app configures these and no others (a relay or a test in the same
+process keeps its own levels and handlers)."""
+
+
+@contextlib.contextmanager
+def _log_to_file() -> Iterator[Path]:
+    """``client.log`` (0600, appended) receives the client's INFO lines while the app runs; on
+    exit the handler is removed and the loggers' levels are restored.
+
+    Yields:
+        the log file's path (``platformdirs.user_log_dir("e2ee-chat") / "client.log"``).
+    """
     path = Path(platformdirs.user_log_dir("e2ee-chat", appauthor=False)) / "client.log"
     handler = logging.StreamHandler(append_private(path))
     handler.setFormatter(_HarmlessFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger("e2ee")
-    root.addHandler(handler)
-    root.setLevel(logging.INFO)
-    return path
+    loggers = [logging.getLogger(name) for name in CLIENT_LOGGERS]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.addHandler(handler)
+        lg.setLevel(logging.INFO)
+    try:
+        yield path
+    finally:
+        for lg, level in zip(loggers, levels, strict=True):
+            lg.removeHandler(handler)
+            lg.setLevel(level)
+        handler.close()
+        handler.stream.close()
 
 
 def run_app(app, **run_options) -> int:
@@ -281,20 +303,23 @@ def run_app(app, **run_options) -> int:
 def _interactive(args) -> int:
     from .app import ChatApp
 
-    _log_to_file()
-    if not args.user:
+    with _log_to_file():
+        if not args.user:
+            return run_app(
+                ChatApp(
+                    server=args.server,
+                    username=_default_user(args) or "",
+                    profile_root=args.profile,
+                    cafile=args.cafile,
+                )
+            )
+        _ask_secrets(args)
         return run_app(
             ChatApp(
-                server=args.server, username=_default_user(args) or "", profile_root=args.profile, cafile=args.cafile
+                ChatClient(args.server, args.user, args.profile, cafile=args.cafile),
+                startup=_startup(args, args.password, args.passphrase),
             )
         )
-    _ask_secrets(args)
-    return run_app(
-        ChatApp(
-            ChatClient(args.server, args.user, args.profile, cafile=args.cafile),
-            startup=_startup(args, args.password, args.passphrase),
-        )
-    )
 
 
 async def _keys(args) -> int:

@@ -11,6 +11,7 @@ import pytest
 from client_tui.core import ChatClient
 from shared.keys import Identity
 from tests.helpers.clients import close_all
+from tests.helpers import logstate
 from tests.helpers.config import FAST_KDF, PASSWORD, TEST_BITS, passphrase
 from tests.helpers.relays import allow_processes, marked_process, relay_pids, start_relay
 from tests.helpers.world import World
@@ -19,6 +20,17 @@ from tests.helpers.world import World
 @pytest.fixture(autouse=True)
 def _relay_processes_only_when_marked(request):
     allow_processes(marked_process(request))
+
+
+@pytest.fixture(autouse=True)
+def _logging_left_as_found():
+    """A test leaves the ``e2ee*`` loggers and the root level as it found them (see
+    ``tests.helpers.logstate``): a leak fails the test that made it, and is undone."""
+    before = logstate.snapshot()
+    yield
+    changed = logstate.changes(before, logstate.snapshot())
+    logstate.restore(before)
+    assert not changed, "the test changed the process's logging and left it so:\n" + "\n".join(changed)
 
 
 @pytest.fixture(scope="session", autouse=True)

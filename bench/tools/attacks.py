@@ -207,8 +207,12 @@ def main(argv: list[str] | None = None, console: Console | None = None) -> int:
     parser.add_argument("--data-dir", type=Path, help="folder for the relays and clients (default: a temp dir)")
     args = parser.parse_args(argv)
     console = console or Console(width=140)
-    logging.getLogger("e2ee").addHandler(logging.NullHandler())  # the clients' warnings are in the table
-    outcomes = asyncio.run(run(args.only, args.data_dir))
+    quiet = logging.NullHandler()  # the clients' warnings are in the table, not on stderr
+    logging.getLogger("e2ee").addHandler(quiet)
+    try:
+        outcomes = asyncio.run(run(args.only, args.data_dir))
+    finally:
+        logging.getLogger("e2ee").removeHandler(quiet)
     console.print(table(outcomes))
     failed = [o.name for o in outcomes if not o.ok]
     console.print(
