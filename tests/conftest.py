@@ -10,8 +10,8 @@ import pytest
 
 from client_tui.core import ChatClient
 from shared.keys import Identity
-from tests.helpers.clients import close_all
 from tests.helpers import logstate
+from tests.helpers.clients import close_all
 from tests.helpers.config import FAST_KDF, PASSWORD, TEST_BITS, passphrase
 from tests.helpers.relays import allow_processes, marked_process, relay_pids, start_relay
 from tests.helpers.world import World
