@@ -7,6 +7,8 @@ is drawn through :mod:`.safe`.
 
 from __future__ import annotations
 
+import math
+
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -244,7 +246,7 @@ class ChatScreen(ChatActions, ChatDialogs, ChatPanes, Screen):
     async def _load(self, cid: str, show: Record | None = None) -> None:
         records = await self.client.load_history(cid, limit=MAX_ROWS if show else 200)
         if show is not None and not any(r.lid == show.lid for r in records):  # older: the page that ends with it
-            records = await self.client.load_history(cid, before=show.pos + 1e-6)
+            records = await self.client.load_history(cid, before=math.nextafter(show.pos, math.inf))
         shown = {r.mid for r in records}
         for ref in {r.content.ref for r in records if r.content.t == "reply"} - shown - {None}:
             if self.client.history is None:

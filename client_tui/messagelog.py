@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -202,7 +203,8 @@ class MessageLog(ScrollView, can_focus=True):
             self._relayout(i)
             return
         if text:
-            self._insert(Row(key, self.rows[-1].pos + 1e-6 if pos is None and self.rows else (pos or 0.0), notice=text))
+            after_last = math.nextafter(self.rows[-1].pos, math.inf) if self.rows else 0.0
+            self._insert(Row(key, after_last if pos is None else pos, notice=text))
 
     def remark(self, marks: dict[str, str]) -> None:
         """Update every row's verified/warning mark (after a contact changed)."""

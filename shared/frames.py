@@ -112,7 +112,7 @@ class Stored(msgspec.Struct, tag="stored"):
     """The envelope ``mid`` is durably stored with sequence ``seq`` (sent after the commit)."""
 
     mid: str
-    seq: int
+    seq: Seq
     conversation: str
     duplicate: bool = False
 
@@ -120,7 +120,7 @@ class Stored(msgspec.Struct, tag="stored"):
 class Message(msgspec.Struct, tag="msg"):
     """A stored envelope delivered to a member (live fan-out or sync)."""
 
-    seq: int
+    seq: Seq
     conversation: str
     sender: str
     envelope: msgspec.Raw
@@ -129,14 +129,14 @@ class Message(msgspec.Struct, tag="msg"):
 class Synced(msgspec.Struct, tag="synced"):
     """End of one sync page; ``more`` says whether another page follows ``cursor``."""
 
-    cursor: int
+    cursor: Seq
     more: bool
 
 
 class Delivered(msgspec.Struct, tag="delivered"):
     """Receipt to the sender: ``user`` acknowledged message ``seq``."""
 
-    seq: int
+    seq: Seq
     user: str
 
 

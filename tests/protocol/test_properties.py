@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from shared import envelope, frames, l3
 from shared.b64 import b64u_decode, b64u_encode
 from shared.errors import Base64Invalid, E2EEError, FrameInvalid
+from shared.strictjson import MAX_SAFE_INTEGER
 from tests.helpers.mutators import FRAME_TYPES
 from tests.vectors import vectorlib
 
@@ -243,3 +244,22 @@ def test_base64url_has_one_text_form(text):
 def test_base64url_round_trip(raw):
     text = b64u_encode(raw)
     assert b64u_decode(text) == raw and "=" not in text and len(text) == (4 * len(raw) + 2) // 3
+
+
+RELAY_SEQ_FRAMES = [
+    '{{"type":"stored","mid":"m","seq":{n},"conversation":"c"}}',
+    '{{"type":"msg","seq":{n},"conversation":"c","sender":"bob","envelope":{{}}}}',
+    '{{"type":"synced","cursor":{n},"more":false}}',
+    '{{"type":"delivered","seq":{n},"user":"bob"}}',
+]
+
+
+@pytest.mark.parametrize("frame", RELAY_SEQ_FRAMES, ids=["stored", "msg", "synced", "delivered"])
+def test_a_relay_seq_or_cursor_outside_0_to_2_53_is_refused(frame):
+    """A hostile relay's seq of 2**53 would sort after every unsent message in the client's cache
+    (positions from 2**53 up) and is not exact in JavaScript: the decoder refuses it."""
+    assert frames.decode_relay_frame(frame.format(n=MAX_SAFE_INTEGER))  # the largest is fine
+    for n in (MAX_SAFE_INTEGER + 1, 2**64, -1):
+        with pytest.raises(FrameInvalid) as err:
+            frames.decode_relay_frame(frame.format(n=n))
+        assert err.value.code == "frame_invalid"
