@@ -34,6 +34,9 @@ from .names import is_canonical_username
 __all__ = [
     "HEAD_CONTEXT",
     "MAX_PAGE",
+    "MAX_TREE_SIZE",
+    "KEY_ID_LEN",
+    "LEAF_VERSION",
     "KeyLeaf",
     "TreeHead",
     "Inclusion",

@@ -24,6 +24,7 @@ from .errors import ConsistencyProofInvalid, InclusionProofInvalid
 __all__ = [
     "HASH_BYTES",
     "EMPTY_ROOT",
+    "MAX_PROOF_HASHES",
     "leaf_hash",
     "node_hash",
     "Tree",

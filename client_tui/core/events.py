@@ -30,6 +30,7 @@ __all__ = [
     "RecordChanged",
     "RttMeasured",
     "Sent",
+    "TransparencyAlert",
 ]
 
 
