@@ -34,7 +34,7 @@ from shared import frames
 
 from .demo import forms
 
-SOURCES = ("bench.tools.attacks_membership", "bench.tools.key_attacks")
+SOURCES = ("bench.tools.attacks_membership", "bench.tools.key_attacks", "bench.tools.kt_attacks")
 """Modules whose ``ATTACKS`` the demo runs, in this order."""
 
 
