@@ -206,6 +206,29 @@ class Transparency:
             self.head = head
             self.save()
 
+    # -- gossip -------------------------------------------------------------------------------------
+    def gossip_out(self) -> dict[str, Any] | None:
+        """The newest head this client verified, as it travels inside a message's ciphertext
+        (``TreeHead.to_json()``, about 150 bytes), or None before the first."""
+        return self.head.to_json() if self.head is not None else None
+
+    async def gossip_in(self, sender: str, raw: object) -> None:
+        """A head ``sender`` verified, taken from a message whose signature verified: it must be
+        signed by the same log key and be consistent with the held head (a larger one is then
+        held). Never raises: a split view is alerted (``split_view``, naming ``sender``) and the
+        message itself stays as it is; a relay that cannot be asked now is asked at the next one."""
+        try:
+            head = kt.TreeHead.from_json(raw)
+        except TransparencyFailed as exc:
+            log.warning("a key transparency head from %s does not parse: %s", sender, exc.code)
+            return
+        try:
+            await self.accept(head, seen_by=sender)
+        except TransparencyFailed:
+            pass  # alerted by accept
+        except E2EEError as exc:
+            log.info("gossiped head from %s not checked now: %s", sender, exc.code)
+
     # -- key answers --------------------------------------------------------------------------------
     async def check_key_answer(self, ident: PublicIdentity, doc: dict[str, Any]) -> None:
         """Check a key answer's ``kt``: its leaf names exactly ``ident`` (the keys answered, their

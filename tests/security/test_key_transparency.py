@@ -54,10 +54,10 @@ async def test_a_log_forked_for_one_user_fails_consistency_and_a_gossiped_head_s
     assert codes(alice) == []  # the fork extends what alice saw: alone, she cannot tell
     await world.client(relay, "carol", connect=False)  # the real log moves on: 4 leaves, another root
     await bob.transparency.refresh()
-    with pytest.raises(SplitView) as split:  # bob's head reaches alice (inside a message, gossip)
-        await alice.transparency.accept(bob.transparency.head, seen_by="bob")
-    assert "showing you and bob different key directories" in split.value.message
-    assert split.value.field == "bob"
+    await alice.transparency.gossip_in("bob", bob.transparency.gossip_out())  # bob's head, as a message carries it
+    (split,) = alice.transparency.alerts
+    assert isinstance(split, SplitView) and split.field == "bob"
+    assert "showing you and bob different key directories" in split.message
     with pytest.raises(ConsistencyProofInvalid):  # and the next key answer from the real log
         await alice.fetch_keys("carol")
     assert "carol" not in alice.contacts
@@ -120,3 +120,18 @@ async def test_a_key_history_row_without_its_own_log_proof_is_refused(world):
     with pytest.raises(InclusionProofInvalid):  # bob's keys answered as carol's history
         await alice.transparency.check_history("carol", doc)
     assert codes(alice) == ["inclusion_proof_invalid"] * 3
+
+
+async def test_gossiped_heads_that_agree_raise_nothing_and_a_forged_one_changes_nothing(world):
+    relay = world.relay()
+    bob = await world.client(relay, "bob", connect=False)
+    alice = await world.client(relay, "alice", connect=False)
+    await world.client(relay, "carol", connect=False)
+    await bob.transparency.refresh()  # bob now holds 3 keys, alice 2
+    await alice.transparency.gossip_in("bob", bob.transparency.gossip_out())
+    assert alice.transparency.head.size == 3 and codes(alice) == []  # proven consistent, now held
+    held = alice.transparency.head
+    forged = {**bob.transparency.gossip_out(), "tree_size": 9}  # a head the relay never signed
+    await alice.transparency.gossip_in("bob", forged)
+    await alice.transparency.gossip_in("bob", {"not": "a head"})
+    assert alice.transparency.head == held and codes(alice) == ["tree_head_invalid"]
