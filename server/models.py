@@ -143,10 +143,14 @@ class Message(Base):
     envelope: Mapped[bytes] = mapped_column(LargeBinary)
     size: Mapped[int] = mapped_column(Integer)
     created_at_ms: Mapped[int] = mapped_column(BigInteger)
+    expires_at_ms: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    """The envelope's readable expiry hint ``xp`` (Unix ms, rounded up to the hour; 0 = none):
+    from then on it is not delivered and retention deletes it, acknowledged or not."""
     __table_args__ = (
         UniqueConstraint("sender_id", "mid", name="uq_messages_sender_mid"),
         Index("ix_messages_conversation_seq", "conversation_id", "seq"),
         Index("ix_messages_created_at_ms", "created_at_ms"),  # retention: what is older than a cutoff
+        Index("ix_messages_expires_at_ms", "expires_at_ms"),  # retention: what has expired
         {"sqlite_autoincrement": True},
     )
 

@@ -5,10 +5,11 @@ the single writer (:mod:`server.writer`).
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import ColumnElement, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from shared.errors import NotFound
@@ -78,13 +79,22 @@ class StoredMessage:
     envelope: bytes
 
 
-async def sync_page(session: AsyncSession, user_id: int, after: int, limit: int) -> list[StoredMessage]:
-    """Up to ``limit`` messages for ``user_id`` with ``seq > after``, in ``seq`` order."""
+def not_expired(now_ms: int) -> ColumnElement[bool]:
+    """Messages whose expiry hint has not passed at ``now_ms`` (or that have none)."""
+    return or_(Message.expires_at_ms == 0, Message.expires_at_ms > now_ms)
+
+
+async def sync_page(
+    session: AsyncSession, user_id: int, after: int, limit: int, now_ms: int | None = None
+) -> list[StoredMessage]:
+    """Up to ``limit`` messages for ``user_id`` with ``seq > after``, in ``seq`` order; none whose
+    expiry hint passed by ``now_ms`` (Unix ms; default: now)."""
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     rows = await session.execute(
         select(Message.seq, Message.conversation_id, User.username, Message.envelope)
         .join(Delivery, Delivery.seq == Message.seq)
         .join(User, User.id == Message.sender_id)
-        .where(Delivery.user_id == user_id, Delivery.seq > after)
+        .where(Delivery.user_id == user_id, Delivery.seq > after, not_expired(now_ms))
         .order_by(Delivery.seq)
         .limit(limit)
     )

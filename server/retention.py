@@ -6,7 +6,9 @@ An envelope is deleted at the first sweep after
   (default 0: as soon as the last acknowledgement arrives; a positive value keeps history that
   long, e.g. for a new device to sync), or
 * it was stored more than ``retention_max_days`` ago (default 30), acknowledged or not — an
-  account that never comes back does not keep its envelopes on the relay forever.
+  account that never comes back does not keep its envelopes on the relay forever, or
+* its expiry hint ``xp`` (a disappearing message's expiry, rounded up to the hour; docs/PROTOCOL.md)
+  has passed, acknowledged or not (such an envelope is no longer handed out by sync either).
 
 The sender's own copy counts as acknowledged when it is stored (its device has the message).
 Acknowledgements are per account: a second device of an account that was offline when the first
@@ -47,12 +49,13 @@ SWEEP_LOCK = 7265502  # PostgreSQL advisory lock: one relay sweeps at a time
 
 
 def delete_batch(
-    keep_before_ms: int, max_before_ms: int | None, limit: int, after: int = 0
+    keep_before_ms: int, max_before_ms: int | None, limit: int, after: int = 0, now_ms: int | None = None
 ) -> Callable[[Session], list[int] | None]:
     """A write op deleting up to ``limit`` envelopes with ``seq > after`` that may go: every
     delivery acknowledged and stored at or before ``keep_before_ms``, or stored at or before
-    ``max_before_ms`` (None: no maximum age). Returns their seqs in order, or None when another
-    relay holds the sweep lock (PostgreSQL)."""
+    ``max_before_ms`` (None: no maximum age), or whose expiry hint ``xp`` passed by ``now_ms``
+    (Unix ms; None: expiry not checked). Returns their seqs in order, or None when another relay
+    holds the sweep lock (PostgreSQL)."""
 
     def op(s: Session) -> list[int] | None:
         if (
@@ -64,6 +67,8 @@ def delete_batch(
         may_go = and_(Message.created_at_ms <= keep_before_ms, ~unacked)
         if max_before_ms is not None:
             may_go = or_(may_go, Message.created_at_ms <= max_before_ms)
+        if now_ms is not None:
+            may_go = or_(may_go, and_(Message.expires_at_ms > 0, Message.expires_at_ms <= now_ms))
         seqs = list(
             s.execute(
                 select(Message.seq).where(Message.seq > after, may_go).order_by(Message.seq).limit(limit)
@@ -134,7 +139,7 @@ class Retention:
         total, after = 0, 0
         while True:
             seqs = await self.writer.run(
-                delete_batch(keep_before, max_before, s.retention_batch, after), background=True
+                delete_batch(keep_before, max_before, s.retention_batch, after, now_ms=now), background=True
             )
             if seqs is None:  # another relay is sweeping
                 break

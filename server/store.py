@@ -106,6 +106,7 @@ class NewMessage:
     mid: str
     envelope: bytes
     recipient_ids: list[int]
+    expires_at_ms: int = 0  # the envelope's expiry hint xp (0 = none)
 
 
 def insert_messages(s: Session, items: list[NewMessage]) -> list[StoreResult]:
@@ -149,6 +150,7 @@ def insert_messages(s: Session, items: list[NewMessage]) -> list[StoreResult]:
                     "envelope": m.envelope,
                     "size": len(m.envelope),
                     "created_at_ms": t,
+                    "expires_at_ms": m.expires_at_ms,
                 }
                 for m in fresh
             ],
@@ -186,7 +188,7 @@ def _sqlite_sql(stmt: ClauseElement, order: tuple[str, ...]) -> str:
     return str(compiled)
 
 
-_MESSAGE_COLUMNS = ("conversation_id", "sender_id", "mid", "envelope", "size", "created_at_ms")
+_MESSAGE_COLUMNS = ("conversation_id", "sender_id", "mid", "envelope", "size", "created_at_ms", "expires_at_ms")
 # The hot path's SQL, compiled from the models (one place owns the schema).
 _SQLITE_INSERT_MESSAGE = _sqlite_sql(
     sqlite_dialect.insert(_MESSAGES)
@@ -221,7 +223,8 @@ def _insert_messages_sqlite(db: sqlite3.Connection, items: list[NewMessage]) -> 
     cur = db.cursor()
     try:
         for m in items:
-            cur.execute(_SQLITE_INSERT_MESSAGE, (m.conversation_id, m.sender_id, m.mid, m.envelope, len(m.envelope), t))
+            row = (m.conversation_id, m.sender_id, m.mid, m.envelope, len(m.envelope), t, m.expires_at_ms)
+            cur.execute(_SQLITE_INSERT_MESSAGE, row)
             if cur.rowcount == 1:
                 seq = cur.lastrowid
                 assert seq is not None  # one row was inserted

@@ -83,3 +83,34 @@ async def test_after_retention_deleted_the_newest_a_new_message_gets_a_higher_se
         await bob.close()
     finally:
         relay.stop()
+
+
+async def test_an_envelope_past_its_expiry_hint_is_neither_synced_nor_kept_though_unread(tmp_path, make_client):
+    """Disappearing messages (issue 16): the relay reads only the envelope's expiry hint ``xp``;
+    once it has passed, the envelope is not handed out and the sweep deletes it, acknowledged or
+    not. (The hint is rounded up to the hour; the test moves it into the past in the database.)"""
+    from tests.helpers.relays import start_relay
+
+    relay = start_relay(tmp_path / "retention", env={"E2EE_RETENTION_INTERVAL_S": "0.2"})
+    try:
+        alice, carol = await make_client("alice", url=relay.url), await make_client("carol", url=relay.url)
+        conv = await alice.create_conversation("ac", ["carol"])
+        await alice.connect()
+        gone = await alice.send_text(conv, "expired while carol was away")
+        kept = await alice.send_text(conv, "no timer")
+        db = sqlite3.connect(relay.data_dir / "relay.db")
+        try:
+            with db:
+                db.execute("UPDATE messages SET expires_at_ms = 1 WHERE seq = ?", (gone.seq,))
+        finally:
+            db.close()
+        await carol.connect()  # offline until now: only the unexpired one reaches her
+        got = await next_message(carol)
+        assert (got.text, got.seq) == ("no timer", kept.seq)
+        await wait_until(lambda: deleted(relay) >= 1)
+        assert (gone.seq,) not in rows(relay, "SELECT seq FROM messages")
+        assert rows(relay, f"SELECT count(*) FROM deliveries WHERE seq = {gone.seq}") == [(0,)]
+        await alice.close()
+        await carol.close()
+    finally:
+        relay.stop()
