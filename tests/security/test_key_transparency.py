@@ -15,6 +15,7 @@ import pytest
 from client_tui.core import TransparencyAlert
 from shared import kt
 from shared.errors import ConsistencyProofInvalid, InclusionProofInvalid, LogKeyMismatch, SplitView
+from tests.helpers.clients import barrier
 from tests.helpers.relays import attacks
 
 
@@ -135,3 +136,31 @@ async def test_gossiped_heads_that_agree_raise_nothing_and_a_forged_one_changes_
     await alice.transparency.gossip_in("bob", forged)
     await alice.transparency.gossip_in("bob", {"not": "a head"})
     assert alice.transparency.head == held and codes(alice) == ["tree_head_invalid"]
+
+
+async def test_an_honest_relay_raises_no_alert_over_a_conversation_with_rotations(world):
+    relay = world.relay()
+    alice = await world.client(relay, "alice")
+    bob = await world.client(relay, "bob")
+    conv = await alice.create_conversation("pair", ["bob"])
+    await bob.refresh_conversations()
+    sent = 0
+    for _ in range(3):
+        for i in range(20):
+            await (alice if i % 2 else bob).send_text(conv, f"message {sent}")
+            sent += 1
+        await bob.rotate_keys()  # a leaf more; alice judges the chain (the history's proofs) on key_changed
+        await barrier(alice)
+        alice.accept_key("bob", shown=alice.shown_key("bob").kids)
+    await alice.send_text(conv, "after the rotations")
+    await barrier(bob)
+    from_alice = [f"message {n}" for n in range(sent) if n % 20 % 2]
+    assert world.rec(bob).texts == [*from_alice, "after the rotations"]
+    await bob.transparency.refresh()
+    await alice.transparency.refresh()
+    assert alice.transparency.head.size == bob.transparency.head.size == 5  # 2 registrations, 3 rotations
+    assert alice.transparency.head.root == bob.transparency.head.root
+    await alice.transparency.gossip_in("bob", bob.transparency.gossip_out())
+    await bob.close()
+    again = await world.client(relay, "bob", register=False, connect=False)
+    assert len(again.transparency.mine) == 4 and codes(alice) == codes(again) == []
