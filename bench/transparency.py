@@ -13,7 +13,8 @@ per size, in turns (``bench.timing.measure_paired``):
 - ``consistency``: §2.1.4.2 verification from half the log to all of it;
 - ``prove``: the relay's side, one inclusion proof from the in-memory tree.
 
-Sizes: the proof's hashes (32 bytes each) and the JSON bytes the ``kt`` member adds to a key answer.
+Sizes: the proof's hashes (32 bytes each), the JSON bytes the ``kt`` member adds to a key answer, and
+the bytes a gossiped head (``"kth": <signed head>``) would add to a message's plaintext before padding.
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ def _one(size: int, key: ed25519.Ed25519PrivateKey, leaf: kt.KeyLeaf, n: int) ->
         "proof_hashes": len(proof),
         "proof_bytes": 32 * len(proof),
         "kt_json_bytes": len(json.dumps({"kt": answer}, separators=(",", ":"))) - 2,
+        "gossip_json_bytes": len(json.dumps({"kth": head.to_json()}, separators=(",", ":"))) - 2,
         "consistency_hashes": len(cproof),
         "us": {k: st.median * 1000 for k, st in stats.items()},
     }
@@ -83,7 +85,8 @@ def run(progress=None, n: int = 2000, sizes: tuple[int, ...] = (1000, 100_000, 1
 
     Returns:
         ``{"n", "target_ms", "met", "sizes": [{"entries", "build_s", "proof_hashes", "proof_bytes",
-        "kt_json_bytes", "consistency_hashes", "us": {"inclusion", "answer", "consistency", "prove"}}]}``
+        "kt_json_bytes", "gossip_json_bytes", "consistency_hashes",
+        "us": {"inclusion", "answer", "consistency", "prove"}}]}``
     """
     key = ed25519.Ed25519PrivateKey.generate()
     leaf = kt.KeyLeaf("bob", 3, "w" * 43, "s" * 43, "h" * 43)
@@ -108,7 +111,9 @@ def section(result: dict, results: dict) -> str:
         "",
         f"Generated logs, {result['n']} rounds timed in turns per size. Target: checking one key answer's proof "
         f"at the largest size in at most {result['target_ms']:g} ms — {verdict}. *answer* = parse the `kt` "
-        "member, recompute the leaf hash, verify the audit path and the head's Ed25519 signature.",
+        "member, recompute the leaf hash, verify the audit path and the head's Ed25519 signature. "
+        f"A gossiped head adds {result['sizes'][-1]['gossip_json_bytes']} B of JSON to a message's plaintext "
+        "before padding (not carried yet).",
         "",
         "| entries | audit path | `kt` JSON per key answer | verify path | whole answer | consistency (n/2+1 → n) | "
         "prove (relay) |",
