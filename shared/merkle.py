@@ -6,7 +6,7 @@
 - :class:`Tree` is an append-only tree over leaf hashes that keeps every complete (perfect, aligned)
   subtree hash, so the root at any earlier size, an inclusion proof (§2.1.3.1) and a consistency
   proof (§2.1.4.1) each cost O(log n) hashes, never a pass over the leaves. Memory: about two hashes
-  (64 bytes) per leaf.
+  per leaf, ~147 bytes of CPython objects (147 MB for 10^6 leaves).
 - :func:`verify_inclusion` (§2.1.3.2) and :func:`verify_consistency` (§2.1.4.2) are the RFC's
   verification algorithms, step by step; they raise :class:`~shared.errors.InclusionProofInvalid`
   and :class:`~shared.errors.ConsistencyProofInvalid`.
