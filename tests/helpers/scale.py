@@ -93,11 +93,13 @@ class RedisPath:
 
 
 def two_relays(tmp_path, pg_url: str, broker_url: str, env: dict[str, str] | None = None):
-    """Relays A and B on one database and one broker channel, sharing A's JWT secret."""
+    """Relays A and B on one database and one broker channel, sharing A's JWT secret and its key
+    transparency log key (relays on one database sign one log: PROTOCOL.md §14.1)."""
     channel = f"e2ee-test-{secrets.token_hex(4)}"
     args = ["--database-url", pg_url, "--broker", broker_url, "--broker-channel", channel]
     a = start_relay(tmp_path / "relay-a", *args, env=env, process=True)
-    b = start_relay(tmp_path / "relay-b", *args, env={**(env or {}), "E2EE_JWT_SECRET": jwt_secret(a)}, process=True)
+    shared = {"E2EE_JWT_SECRET": jwt_secret(a), "E2EE_KT_KEY_FILE": str(a.data_dir / "kt-ed25519.pem")}
+    b = start_relay(tmp_path / "relay-b", *args, env={**(env or {}), **shared}, process=True)
     return a, b
 
 
