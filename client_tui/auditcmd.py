@@ -4,8 +4,8 @@ the relay's log now (docs/PROTOCOL.md §14).
 Prints what is held (tree size, root, when the relay signed it, the pinned log key), the relay's
 current head and whether it extends the held one (a consistency proof), and the monitor's verdict
 on the user's own keys (every leaf under the name is a key this keystore published; the current
-keys are in the log). Needs the keystore passphrase (the keys published), not the relay password:
-the log is public.
+keys are in the log). Needs the keystore passphrase (the keys published) and the relay password
+(reading the log's leaves takes a token: they name every account).
 
 Exit status: 0 consistent, 5 the log does not verify (an alert line says how), 1 other failures.
 """
@@ -44,6 +44,7 @@ async def audit(args) -> int:
             print(f"log key: {key_id(kt.log_key)}")
             print(_head_line("held", held))
             print(f"monitored: the first {kt.edge.size} keys of the log")
+        await client.rest.login(args.password)  # a token, nothing else: the monitor runs below
         try:
             current = await kt.refresh()
             print(_head_line("relay", current))

@@ -70,7 +70,7 @@ NEEDS = {
     "expire": ("password", "passphrase"),
     "tail": ("password", "passphrase"),
     "search": ("passphrase",),
-    "audit": ("passphrase",),
+    "audit": ("password", "passphrase"),
     "register": ("password", "passphrase"),
     "keys": (),
 }

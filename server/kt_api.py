@@ -1,8 +1,9 @@
-"""REST: the key transparency log (docs/PROTOCOL.md §14). Public (no token): anyone may audit it.
+"""REST: the key transparency log (docs/PROTOCOL.md §14). Heads and consistency proofs are public
+(no token: anyone may check them); the leaves name every account, so reading them takes a token.
 
 - ``GET /v1/kt/head`` -> ``{"head": <signed tree head>, "log_key": b64url SPKI DER (Ed25519)}``
 - ``GET /v1/kt/consistency?from=N&to=M`` -> ``{"from", "to", "proof": [b64url]}`` (RFC 9162 §2.1.4)
-- ``GET /v1/kt/entries?start=A&end=B`` -> ``{"start", "entries": [leaf]}``, at most ``MAX_PAGE``
+- ``GET /v1/kt/entries?start=A&end=B`` (Bearer) -> ``{"start", "entries": [leaf]}``, at most ``MAX_PAGE``
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from shared.b64 import b64u_encode
 from shared.errors import InvalidRequest
 
 from .kt_log import KtLog
+from .web import claims_of as _claims
 from .web import json_response as _json
 from .web import state as _state
 
@@ -55,7 +57,9 @@ async def consistency(request: Request) -> Response:
 
 
 async def entries(request: Request) -> Response:
-    """Leaves ``[start, end)`` (at most ``kt.MAX_PAGE``, none past the current size), for monitors."""
+    """Leaves ``[start, end)`` (at most ``kt.MAX_PAGE``, none past the current size), for monitors;
+    AuthFailed without a valid token (the leaves list every username)."""
+    _claims(request)
     ktlog = _log(request)
     size = await ktlog.sync()
     start = _query_int(request, "start")

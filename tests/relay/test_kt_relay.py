@@ -62,7 +62,7 @@ async def test_registrations_and_a_rotation_are_leaves_with_proofs_to_signed_hea
         new = Identity.generate("alice", TEST_BITS)
         await rotate(c, login, alice, new, 1)
         three, _ = await signed_head(c)
-        sig_leaf = (await c.get("/v1/kt/entries?start=2")).json()["entries"]
+        sig_leaf = (await c.get("/v1/kt/entries?start=2", headers=bearer(login))).json()["entries"]
         assert len(sig_leaf) == 1 and sig_leaf[0]["user"] == "alice" and sig_leaf[0]["n"] == 1
         assert sig_leaf[0]["wrap_kid"] == new.wrap_kid and sig_leaf[0]["sig"] is not None
         r = (await c.get("/v1/kt/consistency?from=2&to=3")).json()
@@ -77,16 +77,19 @@ async def test_registrations_and_a_rotation_are_leaves_with_proofs_to_signed_hea
         for p in proofs:
             p.head.verify(key)
             p.verify()
-        entries = (await c.get("/v1/kt/entries?start=0&end=3")).json()["entries"]
+        entries = (await c.get("/v1/kt/entries?start=0&end=3", headers=bearer(login))).json()["entries"]
         assert merkle.root_from_leaves([kt.KeyLeaf.from_json(e).hash() for e in entries]) == three.root
 
 
 async def test_bad_ranges_are_refused(settings_for, identities):
     async with running(settings_for()) as app, http(app) as c:
-        await register(c, identities["alice"])
+        login = await register(c, identities["alice"])
         for query in ("from=2&to=1", "from=0&to=5", "from=-1", "from=x", "to=1"):
             r = await c.get(f"/v1/kt/consistency?{query}")
             assert (r.status_code, r.json()["error"]["code"]) == (400, "invalid_request"), query
+        r = await c.get("/v1/kt/entries?start=0")  # the leaves name every account: a token is needed
+        assert (r.status_code, r.json()["error"]["code"]) == (401, "auth_failed")
+        c.headers.update(bearer(login))
         r = await c.get("/v1/kt/entries?start=9")
         assert (r.status_code, r.json()["error"]["field"]) == (400, "start")
         assert (await c.get("/v1/kt/entries?start=1")).json()["entries"] == []
