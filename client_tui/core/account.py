@@ -78,7 +78,8 @@ async def login(c: ChatClient, password: str, passphrase: str) -> Identity:
 
 async def monitor_own_keys(c: ChatClient, *, quiet: bool = True) -> int:
     """The key transparency monitor for this account (docs/PROTOCOL.md §14): the relay's log must
-    hold exactly the keys this keystore published under the username (current, retired, pending).
+    hold exactly the keys this keystore published under the username: every current and retired
+    key, and nothing else but a pending rotation's.
     A failure is alerted (``TransparencyAlert`` event, warning) and does not stop the login: the
     user is told, and the keys of others are still checked on every fetch. A relay that does not
     answer is tried again at the next login. Returns the leaves read (0 after a failure).
@@ -87,8 +88,8 @@ async def monitor_own_keys(c: ChatClient, *, quiet: bool = True) -> int:
     assert c.identity is not None
     mine = [c.identity, *c.retired, *([c._bundle.pending] if c._bundle and c._bundle.pending else [])]
     try:
-        current = (c.identity.wrap_kid, c.identity.sign_kid)
-        return await c.transparency.monitor({(i.wrap_kid, i.sign_kid) for i in mine}, current)
+        required = {(i.wrap_kid, i.sign_kid) for i in (c.identity, *c.retired)}  # pending: maybe not yet
+        return await c.transparency.monitor({(i.wrap_kid, i.sign_kid) for i in mine}, required)
     except E2EEError as exc:
         log.warning("key transparency monitor: %s", exc.code)
         if not quiet:

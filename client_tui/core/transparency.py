@@ -16,7 +16,7 @@ Kept in ``kt-head.json`` in the profile folder (public data, written atomically 
 - The monitor reads every leaf appended since its last visit, checks that they add up to the
   signed head (a compact range of the tree's right edge is kept, so a visit costs the new leaves
   only), and that every leaf under the user's name is a key this keystore published, and that
-  the current keys are in the log.
+  every key it published (current and retired) is in the log.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ from shared.errors import (
 )
 from shared.keys import PublicIdentity, key_id, spki_der
 
+from .errors import NOT_ANSWERED, ClientError
 from .events import TransparencyAlert
 from .private import set_aside, write_private
 
@@ -191,7 +192,7 @@ class Transparency:
                 if lo.size == hi.size:
                     merkle.verify_consistency(lo.size, hi.size, lo.root, hi.root, [])
                 else:
-                    answer = await self._get(f"/v1/kt/consistency?from={lo.size}&to={hi.size}")
+                    answer = await self._consistency(lo.size, hi.size)
                     raw = answer.get("proof") if isinstance(answer, dict) else None
                     proof = kt.decode_proof(raw, ConsistencyProofInvalid)
                     merkle.verify_consistency(lo.size, hi.size, lo.root, hi.root, proof)
@@ -205,6 +206,23 @@ class Transparency:
         if held is None or head.size > held.size:
             self.head = head
             self.save()
+
+    async def _consistency(self, old: int, new: int) -> Any:
+        """The relay's consistency answer between two sizes it signed heads for.
+
+        Raises:
+            ConsistencyProofInvalid: the relay answered with an error: it cannot prove them consistent.
+            ClientError: it did not answer (``unreachable``, ``offline``): nothing is decided.
+        """
+        try:
+            return await self._get(f"/v1/kt/consistency?from={old}&to={new}")
+        except ClientError as exc:
+            if exc.code in NOT_ANSWERED:
+                raise
+            raise ConsistencyProofInvalid(
+                f"the relay cannot prove that its heads of {old} and {new} keys are one log ({exc.code})",
+                field="proof",
+            ) from None
 
     # -- gossip -------------------------------------------------------------------------------------
     def gossip_out(self) -> dict[str, Any] | None:
@@ -264,13 +282,14 @@ class Transparency:
             await self.accept(head)
 
     # -- the monitor --------------------------------------------------------------------------------
-    async def monitor(self, published: set[tuple[str, str]], current: tuple[str, str]) -> int:
+    async def monitor(self, published: set[tuple[str, str]], required: set[tuple[str, str]]) -> int:
         """Read the leaves appended since the last visit and check the user's own: every leaf under
         this username must be one of ``published`` (key id pairs this keystore holds), and
-        ``current`` must be in the log. Returns the number of leaves read.
+        every pair of ``required`` (the current keys and the retired ones: published for sure) must
+        be in the log. Returns the number of leaves read.
 
         Raises:
-            LogKeyMismatch: a key planted under my name, or my current keys missing (alerted).
+            LogKeyMismatch: a key planted under my name, or keys I published missing (alerted).
             ConsistencyProofInvalid: the leaves do not add up to the signed head (alerted).
             ClientError: relay errors.
         """
@@ -303,9 +322,11 @@ class Transparency:
                     f"never published (wrap key {planted[0][0][:8]}…): anyone fetching your keys may be given them",
                     field="username",
                 )
-            if current not in mine:
+            missing = required - mine
+            if missing:
                 raise LogKeyMismatch(
-                    "your current keys are not in the relay's key directory: what it answers for you is not them",
+                    f"{len(missing)} of the keys you published (wrap key {min(missing)[0][:8]}…) are not in the "
+                    "relay's key directory: what it answers for you is not what you published",
                     field="username",
                 )
         except TransparencyFailed as exc:

@@ -16,6 +16,7 @@ from client_tui.core import TransparencyAlert
 from shared import kt
 from shared.errors import ConsistencyProofInvalid, InclusionProofInvalid, LogKeyMismatch, SplitView
 from tests.helpers.clients import barrier
+from tests.helpers.config import PASSWORD, passphrase
 from tests.helpers.relays import attacks
 
 
@@ -40,7 +41,7 @@ async def test_a_planted_key_passes_the_proofs_and_its_owner_is_alerted_at_the_n
     assert mallory.identity.wrap_kid[:8] in alert.text
     with pytest.raises(LogKeyMismatch):  # and again at every start, until the relay explains itself
         mine = (again.identity.wrap_kid, again.identity.sign_kid)
-        await again.transparency.monitor({mine}, mine)
+        await again.transparency.monitor({mine}, {mine})
 
 
 async def test_a_log_forked_for_one_user_fails_consistency_and_a_gossiped_head_shows_the_split(world):
@@ -164,3 +165,49 @@ async def test_an_honest_relay_raises_no_alert_over_a_conversation_with_rotation
     await bob.close()
     again = await world.client(relay, "bob", register=False, connect=False)
     assert len(again.transparency.mine) == 4 and codes(alice) == codes(again) == []
+
+
+async def test_a_log_rebuilt_without_a_key_i_published_is_alerted_by_my_client(world):
+    relay = world.relay()
+    alice = await world.client(relay, "alice", connect=False)
+    await alice.rotate_keys()
+    retired, held = alice.retired[0], alice.transparency.head
+    await alice.close()
+    relay.stop()
+    db = sqlite3.connect(relay.data_dir / "relay.db")
+    with db:  # the relay starts its log again, without alice's first keys
+        db.execute("DELETE FROM kt_log")
+        db.execute("DELETE FROM user_keys WHERE wrap_kid = ?", (retired.wrap_kid,))
+    db.close()
+    relay.start()
+    again = await world.client(relay, "alice", register=False, connect=False)
+    # the head alice held (her first key) and the relay's new one (her current key) differ at one size
+    assert codes(again) == ["consistency_proof_invalid"] and again.transparency.head == held
+    fresh = await world.client(relay, "alice", register=False, login=False, connect=False)
+    (fresh.profile / "kt-head.json").unlink()  # a device that never saw the old log
+    fresh.transparency = type(fresh.transparency)(fresh)
+    await fresh.login(PASSWORD, passphrase("alice"))
+    (missing,) = fresh.transparency.alerts
+    assert isinstance(missing, LogKeyMismatch) and "1 of the keys you published" in missing.message
+    assert retired.wrap_kid[:8] in missing.message
+
+
+async def test_a_log_that_shrank_is_alerted_the_relay_cannot_prove_the_held_head(world):
+    relay = world.relay()
+    alice = await world.client(relay, "alice", connect=False)
+    await world.client(relay, "bob", connect=False)
+    await alice.fetch_keys("bob")
+    held = alice.transparency.head
+    assert held.size == 2
+    relay.stop()
+    db = sqlite3.connect(relay.data_dir / "relay.db")
+    with db:  # bob's account and its leaf gone: the log is back to alice's leaf alone
+        db.execute("DELETE FROM kt_log WHERE idx = 1")
+        db.execute("DELETE FROM user_keys WHERE user_id = (SELECT id FROM users WHERE username = 'bob')")
+        db.execute("DELETE FROM users WHERE username = 'bob'")
+    db.close()
+    relay.start()
+    with pytest.raises(ConsistencyProofInvalid) as err:
+        await alice.transparency.refresh()
+    assert "different key directories: its signed heads of 1 and 2 keys cannot both be true" in err.value.message
+    assert alice.transparency.head == held and codes(alice) == ["consistency_proof_invalid"]
