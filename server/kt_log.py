@@ -2,7 +2,7 @@
 ``kt_log`` kept in memory, caught up from the database before every answer (relays sharing a
 PostgreSQL database append to one log), and the tree heads signed with the relay's log key.
 
-Memory: ~147 bytes per leaf (:class:`shared.merkle.Tree`; 147 MB at 10^6 keys published);
+Memory: 64 bytes per leaf (:class:`shared.merkle.Tree`; 64 MB at 10^6 keys published);
 catching up reads only the leaf hashes appended since the last answer.
 """
 
