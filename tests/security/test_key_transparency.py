@@ -211,3 +211,16 @@ async def test_a_log_that_shrank_is_alerted_the_relay_cannot_prove_the_held_head
         await alice.transparency.refresh()
     assert "different key directories: its signed heads of 1 and 2 keys cannot both be true" in err.value.message
     assert alice.transparency.head == held and codes(alice) == ["consistency_proof_invalid"]
+
+
+async def test_the_forked_user_is_alerted_at_the_next_start_by_the_leaves_the_fork_lacks(world):
+    relay = world.hostile("split-view:mallory")
+    await world.client(relay, "mallory", connect=False)
+    await world.client(relay, "bob", connect=False)
+    alice = await world.client(relay, "alice", connect=False)
+    await alice.fetch_keys("bob")  # forked: alice now holds a head of 4 keys the real log never had
+    assert alice.transparency.head.size == 4 and codes(alice) == []
+    await alice.close()
+    again = await world.client(relay, "alice", register=False, connect=False)
+    (alert,) = again.transparency.alerts  # her monitor reads the leaves: the real log has 3
+    assert alert.code == "consistency_proof_invalid" and "signed a log of 4 keys but shows only 3" in alert.message
