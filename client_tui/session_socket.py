@@ -86,6 +86,9 @@ class SessionSocket:
         except (E2EEError, ConnectionClosed):
             await ws.close()
             raise
+        except BaseException:  # cancelled while waiting for the relay (the client closing): no
+            ws.transport.abort()  # closing handshake to wait for, and no socket left to the GC
+            raise
 
     async def flush(self) -> None:
         """Write every frame the protocol queued (text messages, in order)."""

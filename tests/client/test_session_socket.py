@@ -14,7 +14,7 @@ from websockets.asyncio.server import serve
 from client_tui.session_socket import SessionSocket
 from shared import frames
 from shared.errors import DowngradeRefused
-from shared.session import ClientProtocol, CloseCode, Closed, Opened, RoundTrip
+from shared.session import ClientProtocol, ClientState, CloseCode, Closed, Opened, RoundTrip
 
 HELLO = frames.Hello(version=2, level=4, max_frame=70_000, max_envelope=65_536, max_recipients=64, auth_timeout_s=5.0)
 
@@ -65,4 +65,31 @@ async def test_a_refused_handshake_raises_and_closes_the_socket():
         with pytest.raises(DowngradeRefused):
             await SessionSocket.open(f"http://127.0.0.1:{port}", ClientProtocol("alice", level=4, token="jwt"))
         async with asyncio.timeout(10):
+            await closed.wait()
+
+
+async def test_a_handshake_cancelled_while_waiting_for_the_relay_closes_the_socket():
+    """The client closing (or a caller giving up) while the relay has not said ``ready`` yet: the
+    socket is closed at once, not left to the garbage collector (a ResourceWarning in the SIGKILL
+    test, whose clients closed while reconnecting to a relay that had just been restarted)."""
+    accepted, closed = asyncio.Event(), asyncio.Event()
+
+    async def relay(ws) -> None:  # says hello, then never ready
+        await ws.send(frames.encode(HELLO).decode())
+        accepted.set()
+        await ws.wait_closed()
+        closed.set()
+
+    protocol = ClientProtocol("alice", level=4, token="jwt")
+    async with serve(relay, "127.0.0.1", 0) as server:
+        port = server.sockets[0].getsockname()[1]
+        opening = asyncio.create_task(SessionSocket.open(f"http://127.0.0.1:{port}", protocol))
+        async with asyncio.timeout(10):
+            await accepted.wait()
+            while protocol.state is not ClientState.AUTHENTICATING:  # the hello read: waiting for ready
+                await asyncio.sleep(0.001)
+        opening.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await opening
+        async with asyncio.timeout(5):  # left open, the relay would see the end only when it shuts down
             await closed.wait()
