@@ -13,20 +13,23 @@ from client_tui.core.contacts import kid_token
 from shared.keys import Identity
 from tests.helpers.cli import run
 from tests.helpers.config import FAST_KDF, PASSWORD
-from tests.helpers.lying import lie
+from tests.helpers.lying import lie, logged_substitute
 
 
 def swap_pending(relay, root, identities) -> tuple[str, str]:
     """Another command of alice's fetches bob's keys from a relay that now answers mallory's under
-    bob's name (a substitution, not signed by bob's key); returns their key ids."""
+    bob's name (a substitution, not signed by bob's key, logged in its key transparency log as a
+    relay must now do); returns their key ids."""
     fake = Identity("bob", identities["mallory"].wrap_private, identities["mallory"].sign_private).public
 
     async def go() -> tuple[str, str]:
         alice = ChatClient(relay.url, "alice", root, kdf=FAST_KDF)
         await alice.login(PASSWORD, "alice passphrase")
 
+        served = await logged_substitute(relay, alice, fake)  # the relay logs it: the proof must hold
+
         def substitute(method, path, body, answer):
-            return fake.to_json() if path == "/v1/users/bob/keys" else answer
+            return served if path == "/v1/users/bob/keys" else answer
 
         lie(alice, substitute)
         await alice.fetch_keys("bob")

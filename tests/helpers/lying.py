@@ -5,12 +5,16 @@ every byte it serves; this puts that control in a test's hands, one rewrite at a
 from __future__ import annotations
 
 import copy
+import json
+import sqlite3
+import time
 from collections.abc import Callable
 
 from client_tui.core import ChatClient
 from client_tui.core.errors import ClientError
-from shared import membership
+from shared import kt, membership, merkle
 from shared.b64 import b64u_decode, b64u_encode
+from shared.keys import PublicIdentity
 
 Rewrite = Callable[[str, str, dict | None, dict], dict]
 """``(method, path, request body, answer) -> answer served``; raise ClientError to refuse."""
@@ -94,3 +98,25 @@ def only_up_to(cid: str, ep: int) -> Rewrite:
         return [s for s in statements if membership.parse(s).ep <= ep]
 
     return log_of(cid, change)
+
+
+async def logged_substitute(relay, client: ChatClient, ident: PublicIdentity) -> dict:
+    """The key answer a relay has to serve now to pass ``ident`` off as ``ident.username``'s keys:
+    a leaf for them planted in its key transparency log (written into the relay's SQLite file, as
+    a relay holding its database can), with its inclusion proof to the relay's own signed head
+    (PROTOCOL.md §14). The owner's monitor would find it; the client it is served to accepts it."""
+    db = sqlite3.connect(relay.data_dir / "relay.db")
+    with db:
+        idx = db.execute("SELECT coalesce(max(idx), -1) + 1 FROM kt_log").fetchone()[0]
+        counter = db.execute("SELECT count(*) FROM kt_log WHERE username = ?", (ident.username,)).fetchone()[0]
+        leaf = kt.KeyLeaf(ident.username, counter, ident.wrap_kid, ident.sign_kid)
+        db.execute(
+            "INSERT INTO kt_log (idx, user_key_id, username, leaf, leaf_hash, created_at_ms) VALUES (?, ?, ?, ?, ?, ?)",
+            (idx, -1 - idx, ident.username, leaf.data().decode(), leaf.hash(), int(time.time() * 1000)),
+        )
+    db.close()
+    head = kt.TreeHead.from_json((await client.rest.request("GET", "/v1/kt/head"))["head"])
+    entries = (await client.rest.request("GET", f"/v1/kt/entries?start=0&end={head.size}"))["entries"]
+    tree = merkle.Tree(kt.KeyLeaf.from_json(e).hash() for e in entries)
+    proof = kt.Inclusion(idx, leaf, tree.inclusion_proof(idx, head.size), head)
+    return json.loads(json.dumps({**ident.to_json(), "kt": proof.to_json()}))
