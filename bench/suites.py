@@ -129,6 +129,12 @@ SUITES: list[Suite] = [
         lambda a: {"n": _n(a), "bits": a.bits, "pool": 3 if a.quick else 4, "most": 8 if a.quick else 128},
     ),
     Suite(
+        "padding",
+        "what padding a content document to a Padmé or power-of-two bucket adds (bytes, µs) per payload",
+        "bench.padding",
+        lambda a: {"n": 200 if a.quick else 3000},
+    ),
+    Suite(
         "commitment",
         "what the envelope's key commitment (kc) adds to one seal and one open, in one run",
         "bench.commitment",
