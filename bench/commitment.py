@@ -1,7 +1,7 @@
 """``e2ee-bench commitment``: what the envelope's key commitment (``kc``, protocol v2) adds to one
 seal and one open, as a ratio measured in one run (issue 12; target: at most 2 µs each).
 
-The commitment is HMAC-SHA-256(key = CEK, ``"e2ee-chat/v2/key-commitment"``): computed once per
+The commitment is HMAC-SHA-256(key = CEK, ``"e2ee-chat/v3/key-commitment"``): computed once per
 seal (whatever the number of recipients), checked once per open in constant time, right after
 the RSA-OAEP unwrap. It is timed here with the envelope's own function
 (``shared.envelope._commitment``), in turns with a whole seal and a whole open of the same
@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import os
 
+from client_tui.core.record import now_ms
 from shared import envelope
 from shared.b64 import b64u_encode
+from shared.content import Text
 from shared.keys import Identity
 
 from .timing import measure_paired
@@ -41,7 +43,7 @@ def run(progress=None, n: int = 2000, bits: int = 3072, size: int = 1024) -> dic
     alice, bob = Identity.generate("alice", bits), Identity.generate("bob", bits)
     text = os.urandom(size // 2).hex()[:size]
     head = b64u_encode(bytes(32))
-    sealed = envelope.seal(text, alice, "bench", [bob.public], counter=1, epoch=1, head=head)
+    sealed = envelope.seal(Text(text, ts=now_ms(), ctr=1), alice, "bench", [bob.public], epoch=1, head=head)
     parsed = envelope.parse(sealed)
     sign_key = alice.public.sign_key
     cek = os.urandom(envelope.CEK_BYTES)
@@ -50,7 +52,9 @@ def run(progress=None, n: int = 2000, bits: int = 3072, size: int = 1024) -> dic
         progress(f"commitment: {n} rounds of seal, open, commit, check")
     stats = measure_paired(
         {
-            "seal": lambda: envelope.seal(text, alice, "bench", [bob.public], counter=1, epoch=1, head=head),
+            "seal": lambda: envelope.seal(
+                Text(text, ts=now_ms(), ctr=1), alice, "bench", [bob.public], epoch=1, head=head
+            ),
             "open": lambda: envelope.open(parsed, bob, sign_key),
             "commit": lambda: envelope._commitment(cek).finalize(),
             "check": lambda: envelope._commitment(cek).verify(tag),

@@ -17,7 +17,9 @@ import json
 import os
 from collections.abc import Callable
 
+from client_tui.core.record import now_ms
 from shared import envelope, membership
+from shared.content import Text
 from shared.keys import Identity
 from shared.membership_chain import Chain, verify_next
 
@@ -67,7 +69,12 @@ def _b64len(n: int) -> int:
 def extra_bytes(sender: Identity, recipients: list, epoch: int) -> dict:
     """Bytes of a v2 envelope, and what ``ep``/``mh``/``kc`` add to it (the same header without them)."""
     data = envelope.seal(
-        "x" * 1024, sender, "bench-log", [r.public for r in recipients], counter=1, epoch=epoch, head="A" * 43
+        Text("x" * 1024, ts=now_ms(), ctr=1),
+        sender,
+        "bench-log",
+        [r.public for r in recipients],
+        epoch=epoch,
+        head="A" * 43,
     )
     doc = json.loads(data)
     header = json.loads(base64.urlsafe_b64decode(doc["protected"] + "=" * (-len(doc["protected"]) % 4)))

@@ -28,9 +28,11 @@ from cryptography.hazmat.primitives import hashes, hmac
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from client_tui.core.record import now_ms
 from server.auth import Tokens
-from shared import envelope, l3, plain
+from shared import content, envelope, l3, plain
 from shared.b64 import b64u_encode
+from shared.content import Text
 from shared.envelope import _OAEP  # the padding object the envelope uses
 from shared.keys import Identity
 
@@ -144,7 +146,7 @@ def per_request(n: int, people: list[Identity], tokens: Tokens, token: str) -> d
             l3.open(relay, tok, direction=l3.C2R)
 
         def l4(text=text):
-            env = envelope.seal(text, sender, "c1", pubs, counter=1, **SEAL_EXTRA)
+            env = envelope.seal(Text(text, ts=now_ms(), ctr=1), sender, "c1", pubs, **SEAL_EXTRA)
             envelope.open(env, reader, sign_pub)
 
         out[label] = {
@@ -192,14 +194,14 @@ def enc_dec_1kb(n: int, people: list[Identity]) -> dict[str, Stats]:
 
     sender, reader = people[0], people[1]
     pubs = [sender.public, reader.public]
-    env = envelope.seal(text, sender, "c1", pubs, counter=1, **SEAL_EXTRA)
+    env = envelope.seal(Text(text, ts=now_ms(), ctr=1), sender, "c1", pubs, **SEAL_EXTRA)
     return {
         "aes_gcm_encrypt": measure(lambda: AESGCM(key).encrypt(iv, data, aad), n),
         "aes_gcm_decrypt": measure(lambda: AESGCM(key).decrypt(iv, sealed, aad), n),
         "aes_gcm_encrypt_decrypt": measure(lambda: AESGCM(key).decrypt(iv, AESGCM(key).encrypt(iv, data, aad), aad), n),
         "l3_seal": measure(l3_seal, n),
         "l3_open": measure(lambda: l3.open(relay, tok, direction=l3.C2R), n),
-        "l4_seal": measure(lambda: envelope.seal(text, sender, "c1", pubs, counter=1, **SEAL_EXTRA), n),
+        "l4_seal": measure(lambda: envelope.seal(Text(text, ts=now_ms(), ctr=1), sender, "c1", pubs, **SEAL_EXTRA), n),
         "l4_open": measure(lambda: envelope.open(env, reader, sender.public.sign_key), n),
     }
 
@@ -235,8 +237,9 @@ def l4_parts(n: int, people: list[Identity], size: int, recipients: int) -> dict
     sender, reader = people[0], people[1]
     pubs = [p.public for p in people[:recipients]]
     bits = reader.wrap_private.key_size
-    text = text_of(size).encode()
-    env_bytes = envelope.seal(text, sender, "c1", pubs, counter=1, **SEAL_EXTRA)
+    doc = Text(text_of(size), ts=now_ms(), ctr=1)
+    text = content.encode(doc)  # the padded document: what seal encrypts
+    env_bytes = envelope.seal(doc, sender, "c1", pubs, **SEAL_EXTRA)
     parsed = envelope.parse(env_bytes)
     signing_input = envelope._signing_input(parsed._env)
     aad = parsed._env.protected.encode("ascii")
@@ -282,7 +285,7 @@ def l4_parts(n: int, people: list[Identity], size: int, recipients: int) -> dict
     rows.update(
         measure_paired(
             {
-                "l4_seal": lambda: envelope.seal(text, sender, "c1", pubs, counter=1, **SEAL_EXTRA),
+                "l4_seal": lambda: envelope.seal(doc, sender, "c1", pubs, **SEAL_EXTRA),
                 "l4_seal_floor": seal_floor,
                 "l4_open": lambda: envelope.open(env_bytes, reader, sign_pub),
                 "l4_open_floor": open_floor,

@@ -37,8 +37,10 @@ import msgspec
 from websockets.asyncio.client import connect
 
 from bench.tools.relayproc import free_port
+from client_tui.core.record import now_ms
 from shared import envelope, frames, membership
 from shared.b64 import b64u_encode
+from shared.content import Text
 from shared.keys import Identity
 
 from . import relay_profile
@@ -117,7 +119,7 @@ def _seal_pool(job: tuple) -> list[tuple[str, str, bytes]]:
     text = text_of(1024)
     out = []
     for i in range(count):
-        env = envelope.seal(text, sender, cid, recipients, counter=i + 1, epoch=epoch, head=head)
+        env = envelope.seal(Text(text, ts=now_ms(), ctr=i + 1), sender, cid, recipients, epoch=epoch, head=head)
         out.append((envelope.parse(env).header.mid, cid, env))
     return out
 

@@ -68,7 +68,7 @@ def _header(kind: str, kids: list[str]) -> str:
                 "enc": "A256GCM",
                 "cid": "c1",
                 "snd": "alice",
-                "ctr": 1,
+                "xp": 0,
                 "mid": b64u_encode(os.urandom(16)),
                 "rkids": kids,
             }

@@ -21,9 +21,11 @@ import httpx2
 import msgspec
 from websockets.exceptions import ConnectionClosed
 
+from client_tui.core.record import now_ms
 from client_tui.session_socket import SessionSocket
 from shared import envelope, frames, l3, membership, plain
 from shared.b64 import b64u_encode
+from shared.content import Text
 from shared.keys import Identity, PublicIdentity, spki_der
 from shared.session import ClientProtocol, RelayError, SendRefused
 
@@ -34,13 +36,13 @@ HEADS: dict[str, tuple[int, str]] = {}
 
 
 def seal_to_head(
-    text: str | bytes, sender: Identity, conversation: str, recipients: list[PublicIdentity], *, counter: int
+    text: str, sender: Identity, conversation: str, recipients: list[PublicIdentity], *, counter: int
 ) -> bytes:
     """``envelope.seal`` to the conversation's membership head (:data:`HEADS`), the recipients
     in the log's member order (sorted by username), as the relay requires."""
     epoch, head = HEADS[conversation]
     ordered = sorted(recipients, key=lambda p: p.username.encode())
-    return envelope.seal(text, sender, conversation, ordered, counter=counter, epoch=epoch, head=head)
+    return envelope.seal(Text(text, ts=now_ms(), ctr=counter), sender, conversation, ordered, epoch=epoch, head=head)
 
 
 @dataclass

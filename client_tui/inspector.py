@@ -19,6 +19,8 @@ from .safe import one_line, plain
 
 UNREADABLE_TEXT = {
     ErrorCode.NOT_A_RECIPIENT: "a message you cannot read (it was not encrypted for your key)",
+    ErrorCode.CONTENT_INVALID: "could not read (its sender's app wrote a message this version does not understand)",
+    ErrorCode.CONTENT_TOO_LARGE: "could not read (its content is larger than a message may be)",
 }
 
 
@@ -54,6 +56,9 @@ REASON_WORDS = {
     ErrorCode.TRAILING_DATA: _MALFORMED,
     ErrorCode.DUPLICATE_MEMBER: _MALFORMED,
     ErrorCode.MALFORMED: _MALFORMED,
+    ErrorCode.CONTENT_INVALID: "it verified and decrypted, but what its sender wrote inside is not a content document "
+    "of this version (a newer or faulty app): nothing in it was applied",
+    ErrorCode.CONTENT_TOO_LARGE: "it verified and decrypted, but its content is larger than a message may be",
 }
 
 

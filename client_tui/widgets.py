@@ -10,7 +10,7 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import TextArea
 
-from shared import envelope
+from shared import content
 
 from .inspector import inspect_record, reason_words, unreadable_text
 from .messagelog import MessageLog
@@ -42,7 +42,7 @@ class Composer(TextArea):
             self.composer = composer
             self.text = text
 
-    def __init__(self, max_bytes: int = envelope.DEFAULT_MAX_ENVELOPE_BYTES * 3 // 4, **kwargs) -> None:
+    def __init__(self, max_bytes: int = content.MAX_CONTENT_BYTES, **kwargs) -> None:
         super().__init__(soft_wrap=True, show_line_numbers=False, tab_behavior="focus", **kwargs)
         self.max_bytes = max_bytes
 

@@ -128,7 +128,7 @@ class SendPath:
             if seq is not None:
                 return frames.Stored(h.mid, seq, h.cid, True)
             raise refusal
-        return await self._commit(user, user_id, h.cid, h.mid, raw, head.members, exclude, t0)
+        return await self._commit(user, user_id, h.cid, h.mid, raw, head.members, exclude, t0, h.xp)
 
     async def accept_plain(
         self,
@@ -182,11 +182,16 @@ class SendPath:
         members: list[membership.MemberKey],
         exclude: Connection | None,
         t0: float,
+        expires_at_ms: int = 0,
     ) -> frames.Stored:
         """Store through the writer, then fan out to online members here and, through the
-        broker, on other relays."""
+        broker, on other relays. ``expires_at_ms``: the envelope's expiry hint ``xp`` (v3 header,
+        the content's ``exp`` rounded up to the hour; 0 = none), after which the relay no longer
+        hands it out and retention deletes it."""
         t1 = time.perf_counter()
-        result = await self.writer.run(store.NewMessage(cid, user_id, mid, raw, [m.user_id for m in members]))
+        result = await self.writer.run(
+            store.NewMessage(cid, user_id, mid, raw, [m.user_id for m in members], expires_at_ms)
+        )
         t2 = time.perf_counter()
         if result.duplicate:
             log.debug("duplicate user=%s seq=%d", user, result.seq)

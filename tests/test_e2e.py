@@ -7,7 +7,9 @@ import sqlite3
 import pytest
 
 from client_tui.core import ClientError, MessageReceived
+from client_tui.core.record import now_ms
 from shared import envelope
+from shared.content import Text
 from tests.helpers.clients import barrier, close_all, next_message
 
 
@@ -61,7 +63,9 @@ async def test_repeated_send_of_the_same_envelope_is_stored_once(make_client, re
     conv = await alice.create_conversation("pair", ["bob"])
     await alice.connect()
     aud = await alice.recipients_for(conv)
-    data = envelope.seal("once", alice.identity, conv, aud.recipients, counter=1, epoch=aud.epoch, head=aud.head)
+    data = envelope.seal(
+        Text("once", ts=now_ms(), ctr=1), alice.identity, conv, aud.recipients, epoch=aud.epoch, head=aud.head
+    )
     futs = []
     for _ in range(2):
         futs.append(await alice.send_envelope(conv, data, timeout=10))

@@ -6,9 +6,12 @@ import json
 
 import pytest
 
-from shared import envelope
+from client_tui.core.record import now_ms
+from shared import content, envelope
 from shared.b64 import b64u_decode, b64u_encode
+from shared.content import Delete, Edit, React, Read, Text
 from shared.errors import (
+    ContentTooLarge,
     ConversationMismatch,
     DecryptionFailed,
     E2EEError,
@@ -21,8 +24,16 @@ from shared.errors import (
 )
 
 
-def seal(ids, text="hello, bob ✉️", to=("alice", "bob"), conv="conv-1", **kw):
-    return envelope.seal(text, ids["alice"], conv, [ids[n].public for n in to], counter=1, epoch=0, head="A" * 43, **kw)
+def seal(ids, text="hello, bob ✉️", to=("alice", "bob"), conv="conv-1", exp=0, **kw):
+    return envelope.seal(
+        Text(text, ts=now_ms(), ctr=1, exp=exp),
+        ids["alice"],
+        conv,
+        [ids[n].public for n in to],
+        epoch=0,
+        head="A" * 43,
+        **kw,
+    )
 
 
 def flip(env: bytes, member: str, index: int = 0, byte: int = -5) -> bytes:
@@ -44,7 +55,7 @@ def test_round_trip_for_every_recipient(identities):
         assert opened.text == "hello, bob ✉️"
         assert opened.header.snd == "alice"
         assert opened.header.cid == "conv-1"
-        assert opened.header.ctr == 1
+        assert (opened.ctr, opened.content.kind) == (1, "text")
         assert opened.header.rkids == [identities["alice"].wrap_kid, identities["bob"].wrap_kid]
 
 
@@ -76,7 +87,7 @@ def tamper(env: bytes, member: str) -> bytes:
     if member == "protected":
         doc = json.loads(env)
         header = json.loads(b64u_decode(doc["protected"]))
-        header["ts"] += 1  # still a valid header, one value changed
+        header["ep"] += 1  # still a valid header, one value changed
         doc["protected"] = b64u_encode(json.dumps(header, separators=(",", ":")).encode())
         return json.dumps(doc).encode()
     return flip(env, member, index=1, byte=0 if member == "iv" else -5)  # bob's entry
@@ -127,8 +138,10 @@ def test_context_checks(identities):
 
 def test_size_limit_checked_before_crypto(identities):
     with pytest.raises(EnvelopeTooLarge):
-        seal(identities, text="x" * 300_000)
-    big = seal(identities, text="x" * 100_000, max_bytes=1 << 20)
+        seal(identities, text="x" * 60_000, max_bytes=32 * 1024)
+    with pytest.raises(ContentTooLarge):  # the document's own limit (64 KiB padded), before the envelope's
+        seal(identities, text="x" * 300_000, max_bytes=1 << 20)
+    big = seal(identities, text="x" * 60_000, max_bytes=1 << 20)
     with pytest.raises(EnvelopeTooLarge):
         envelope.open(big, identities["bob"], identities["alice"].public.sign_key, max_bytes=len(big) - 1)
 
@@ -180,7 +193,7 @@ def test_relay_check_is_parse_without_decoding_what_only_recipients_read(identit
 
 
 @pytest.mark.parametrize("to", [("alice",), ("alice", "bob", "carol"), ("carol", "mallory")])
-@pytest.mark.parametrize("text", ["", "hello, bob ✉️", "x" * 5000])
+@pytest.mark.parametrize("text", [".", "hello, bob ✉️", "x" * 5000])
 def test_seal_writes_the_compact_form_the_encoder_writes(identities, to, text):
     """seal places the base64url members in the JSON text itself: the bytes are exactly the
     encoder's form of the same envelope, and its signature covers them as §5.5 says."""
@@ -188,3 +201,51 @@ def test_seal_writes_the_compact_form_the_encoder_writes(identities, to, text):
     parsed = envelope.parse(env)
     assert env == envelope._encoder.encode(parsed._env)
     assert envelope.open(env, identities[to[-1]], identities["alice"].public.sign_key).text == text
+
+
+MID = "AAECAwQFBgcICQoLDA0ODw"
+
+
+def relay_view(env: bytes) -> tuple[list[str], int]:
+    """What the relay reads of an envelope: its header's member names, and the ciphertext's length."""
+    doc = json.loads(env)
+    return list(json.loads(b64u_decode(doc["protected"]))), len(b64u_decode(doc["ciphertext"]))
+
+
+@pytest.mark.parametrize("scheme", content.SCHEMES)
+def test_the_relay_cannot_tell_a_reaction_an_edit_or_a_receipt_from_a_text(identities, scheme):
+    to = [identities["alice"].public, identities["bob"].public]
+    docs = [
+        Text("see you at eight, by the fountain", ts=now_ms(), ctr=1),
+        React(MID, "👍", True, ts=now_ms(), ctr=2),
+        Edit("see you at nine, by the fountain", MID, ts=now_ms(), ctr=3),
+        Delete(MID, ts=now_ms(), ctr=4),
+        Read(MID, 123_456, ts=now_ms(), ctr=5),
+    ]
+    views = [
+        relay_view(envelope.seal(d, identities["alice"], "conv-1", to, epoch=0, head="A" * 43, scheme=scheme))
+        for d in docs
+    ]
+    assert len({(tuple(names), size) for names, size in views}) == 1
+    (names, size) = next(iter(views))
+    assert size == 256 and "ts" not in names and "ctr" not in names and names[-1] == "rkids"
+    opened = envelope.open(
+        envelope.seal(docs[1], identities["alice"], "conv-1", to, epoch=0, head="A" * 43),
+        identities["bob"],
+        identities["alice"].public.sign_key,
+    )
+    assert opened.content == docs[1] and opened.text == "" and opened.header.xp == 0
+
+
+def test_the_expiry_reaches_the_relay_only_as_the_hour(identities):
+    exp = 1_767_225_600_000 + 90 * 60_000 + 1  # 01:30:00.001 on 2026-01-01
+    env = seal(identities, text="gone soon", exp=exp)
+    header = envelope.check(env)
+    assert header.xp == 1_767_225_600_000 + 2 * 3_600_000 == envelope.expiry_hint(exp)
+    assert (envelope.expiry_hint(0), envelope.expiry_hint(3_600_000), envelope.expiry_hint(1)) == (
+        0,
+        3_600_000,
+        3_600_000,
+    )
+    opened = envelope.open(env, identities["bob"], identities["alice"].public.sign_key)
+    assert opened.content.exp == exp

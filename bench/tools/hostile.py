@@ -9,10 +9,10 @@ holds the relay's database. It never sees a message key or a plaintext: it can o
 Modes (``MODE`` or ``MODE:ARG``; each attack is logged as a warning naming seq, user and mode):
 
 ============== ==========================================================================================
-``replay[:N]``  after a sender's envelope #N (header ``ctr`` N, default 1) of a conversation, every later
+``replay[:N]``  after a sender's envelope #N (default 1) of a conversation, every later
                 ``msg`` of that conversation is followed by #N again, under its own seq and under the new one
-``reorder``     each envelope with an even ``ctr`` is held back until the same sender's next one went out
-``drop[:N]``    every envelope whose ``ctr`` is a multiple of N (default 3) is never delivered (live or sync)
+``reorder``     each even-numbered envelope of a sender is held back until the same sender's next one went out
+``drop[:N]``    every envelope whose number is a multiple of N (default 3) is never delivered (live or sync)
 ``duplicate``   every ``msg`` frame is sent twice
 ``move``        each envelope is delivered as if it belonged to another conversation of the recipient
 ``sender``      the ``msg`` frame names another member of the conversation as the sender
@@ -20,7 +20,7 @@ Modes (``MODE`` or ``MODE:ARG``; each attack is logged as a warning naming seq, 
 ``strip[:USER]`` each recipient (or only USER) gets the envelope without its own wrapped key
                 (its entry and its ``rkids`` item removed)
 ``swap``        the wrapped keys of the first two recipient entries are exchanged
-``header``      the protected header is altered: ``ts`` set one day earlier (a back-dated message)
+``header``      the protected header is altered: its expiry hint ``xp`` one day later (a message kept longer)
 ``tag``         case K04: envelopes #1, #2 and #3 of each sender get their GCM tag cut to 4 bytes, cut to
                 0 bytes, and one bit flipped; later ones pass unchanged
 ``key-first[:USER]`` every key fetch for another user answers USER's keys (default ``mallory``) under the
@@ -243,7 +243,11 @@ class HostileRelay(FrameModes):
         self.mode, self.arg = parse_mode(settings.hostile)
         self.app = app
         self.attacks = 0
-        self._seen: dict[tuple[str, str, int], tuple[int, str, bytes]] = {}  # (cid, snd, ctr) -> frame
+        self._seen: dict[tuple[str, str, int], tuple[int, str, bytes]] = {}  # (cid, snd, number) -> frame
+        # An envelope's number: the sender's ctr is inside the ciphertext since v3, so the relay counts
+        # each sender's envelopes per conversation in the order it first forwards them (mid -> number).
+        self._numbers: dict[str, int] = {}
+        self._counts: dict[tuple[str, str], int] = {}
         self._fetched: dict[tuple[str, str], int] = {}
         self._acks_lost: set[str] = set()
         self._dir: _Directory | None = None
@@ -327,10 +331,16 @@ class HostileRelay(FrameModes):
         raw = bytes(frame.envelope)
         try:
             h = header_of(raw)
-            ctr, snd = int(h["ctr"]), str(h["snd"])
+            snd, mid = str(h["snd"]), str(h["mid"])
+            ctr = self._numbers.get(mid) or self._number(str(h["cid"]), snd, mid)
         except (ValueError, KeyError, TypeError, E2EEError):
             return [text]  # not an L4 envelope: nothing this relay knows how to attack
         return getattr(self, "_" + self.mode.replace("-", "_"))(wire, frame, raw, h, ctr, snd, text)
+
+    def _number(self, cid: str, snd: str, mid: str) -> int:
+        n = self._counts[(cid, snd)] = self._counts.get((cid, snd), 0) + 1
+        self._numbers[mid] = n
+        return n
 
     # -- key fetches -------------------------------------------------------------------------------
     async def _keys(self, scope, receive, send, username: str) -> None:

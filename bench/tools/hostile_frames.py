@@ -180,8 +180,8 @@ class FrameModes:
         return [_msg(frame.seq, frame.conversation, frame.sender, swap_wrapped_keys(raw))]
 
     def _header(self, wire, frame, raw, h, ctr, snd, text):
-        self._attack("back-dated the protected header of seq=%d to %s", frame.seq, wire.user)
-        return [_msg(frame.seq, frame.conversation, frame.sender, rewrite_header(raw, ts=max(0, h["ts"] - DAY_MS)))]
+        self._attack("moved the expiry hint of seq=%d to %s a day later", frame.seq, wire.user)
+        return [_msg(frame.seq, frame.conversation, frame.sender, rewrite_header(raw, xp=h["xp"] + DAY_MS))]
 
     def _tag(self, wire, frame, raw, h, ctr, snd, text):
         how = {1: "cut4", 2: "cut0", 3: "flip"}.get(ctr)

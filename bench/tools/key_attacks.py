@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -27,8 +26,10 @@ from cryptography.hazmat.primitives.asymmetric import padding
 from bench.tools.relayproc import RelayProcess
 from client_tui.core import ChatClient, KeyChanged
 from client_tui.core.contacts import KeyNotShown
+from client_tui.core.record import now_ms
 from shared import envelope
 from shared.b64 import b64u_decode, b64u_encode
+from shared.content import Text, canonical
 from shared.errors import E2EEError, ErrorCode
 from shared.keys import Identity, PublicIdentity
 
@@ -137,11 +138,10 @@ async def key_retired(root: Path) -> Outcome:
         rollback = any(isinstance(e, KeyChanged) and e.rollback for e in _drain(alice))
         head = bob.membership.head(conv)  # bob's update statement: the log binds his new keys
         stolen = envelope.seal(
-            "wire the money to mallory",
+            Text("wire the money to mallory", ts=now_ms(), ctr=7),
             old,
             conv,
             [alice.identity.public, bob.identity.public],
-            counter=7,
             epoch=head.ep,
             head=head.hash,
         )
@@ -180,12 +180,15 @@ def _drain(client: ChatClient) -> list:
 
 
 def equivocating_envelope(
-    template: bytes, sender: Identity, honest: PublicIdentity, fooled: PublicIdentity, text: str
+    template: bytes, sender: Identity, honest: PublicIdentity, fooled: PublicIdentity, text: str, ctr: int = 2
 ) -> tuple[bytes, bytes, bytes]:
     """What a hostile sender builds from one of its own envelopes (``template``: its epoch, head and
     recipients): a new message whose entry for ``fooled`` wraps another content key than every
     other entry, with a ciphertext that authenticates under both keys (:mod:`bench.tools.salamander`),
-    a header committing to the first key, signed by ``sender`` (PROTOCOL.md §5.5).
+    a header committing to the first key, signed by ``sender`` (PROTOCOL.md §5.5). Under the first
+    key it decrypts to the content document ``text`` (counter ``ctr``) followed by the block of noise
+    the construction needs, which a v3 reader refuses as ``content_invalid`` (§13.2: only spaces may
+    follow the document).
 
     Returns:
         ``(envelope, cek_of_the_others, cek_of_fooled)``.
@@ -195,12 +198,10 @@ def equivocating_envelope(
     cek, other, iv = os.urandom(32), os.urandom(32), os.urandom(12)
     header.update(
         mid=b64u_encode(os.urandom(16)),
-        ctr=header["ctr"] + 1,
-        ts=int(time.time() * 1000),
         kc=b64u_encode(envelope._commitment(cek).finalize()),
     )
     protected = b64u_encode(json.dumps(header, separators=(",", ":")).encode())
-    ct, tag = salamander(cek, other, iv, protected.encode("ascii"), text.encode())
+    ct, tag = salamander(cek, other, iv, protected.encode("ascii"), canonical(Text(text, ts=now_ms(), ctr=ctr)))
     keys = {p.wrap_kid: p for p in (sender.public, honest, fooled)}
     recipients = [
         {

@@ -22,9 +22,11 @@ from pathlib import Path
 import httpx2
 from cryptography.hazmat.primitives import serialization
 
+from client_tui.core.record import now_ms
 from client_tui.session_socket import SessionSocket
 from shared import envelope, frames, membership
 from shared.b64 import b64u_encode
+from shared.content import Text
 from shared.keys import Identity, spki_der
 from shared.session import ClientProtocol, RelayError, SendRefused
 
@@ -203,7 +205,12 @@ async def run_load(
         for i in range(count):
             await slots.acquire()
             data = envelope.seal(
-                f"load message {i} from {me}", by_name[me], cid, recipients, counter=i + 1, epoch=0, head=heads[cid]
+                Text(f"load message {i} from {me}", ts=now_ms(), ctr=i + 1),
+                by_name[me],
+                cid,
+                recipients,
+                epoch=0,
+                head=heads[cid],
             )
             mid = envelope.parse(data).header.mid
             expected[mid] = (me, [m for m in group if m != me])

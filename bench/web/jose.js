@@ -49,30 +49,42 @@ export async function recipientFromSpki(spki, wrapKid) {
 }
 
 // -- L4 (PROTOCOL.md §5) ---------------------------------------------------------------------------
-// Version 1, or version 2 when `membership` = {ep, mh} is given: the header then names the membership
-// epoch and its statement hash, and commits to the CEK (kc = HMAC-SHA-256(CEK, KC_CONTEXT)).
-const KC_CONTEXT = enc.encode("e2ee-chat/v2/key-commitment");
-const signingInput = (env, v) => enc.encode([`e2ee-chat/v${v}/sig`, env.protected,
+// Version 3: `membership` = {ep, mh} names the membership epoch and its statement hash, the header
+// commits to the CEK (kc = HMAC-SHA-256(CEK, KC_CONTEXT)), and the plaintext is a content document
+// (PROTOCOL.md §13: {"body","ctr","t":"text","ts"} in canonical order, padded with spaces to its
+// Padmé bucket), so the sender's time and counter travel inside the ciphertext.
+const V = 3;
+const KC_CONTEXT = enc.encode("e2ee-chat/v3/key-commitment");
+const signingInput = (env) => enc.encode([`e2ee-chat/v${V}/sig`, env.protected,
   env.recipients.map((r) => r.encrypted_key).join(","), env.iv, env.ciphertext, env.tag].join("."));
 const hmacKey = (cek, use) => subtle.importKey("raw", cek, { name: "HMAC", hash: "SHA-256" }, false, [use]);
 
-export async function sealL4(text, sender, conversation, recipients, counter, membership = null) {
+// Padmé (Nikitin et al., PETS 2019), at least 256 bytes: shared/content.py's default bucket.
+export function padme(length) {
+  if (length <= 256) return 256;
+  const e = 31 - Math.clz32(length), s = 32 - Math.clz32(e), mask = (1 << (e - s)) - 1;
+  return (length + mask) & ~mask;
+}
+
+function textDocument(text, counter) {
+  const json = enc.encode(`{"body":${JSON.stringify(text)},"ctr":${counter},"t":"text","ts":${Date.now()}}`);
+  const out = new Uint8Array(padme(json.length)).fill(0x20);
+  out.set(json);
+  return out;
+}
+
+export async function sealL4(text, sender, conversation, recipients, counter, membership) {
   const fresh = random(60); // CEK, nonce, message id in one draw, as shared/envelope.py does
   const cek = fresh.subarray(0, 32), iv = fresh.subarray(32, 44);
-  const v = membership ? 2 : 1;
-  const header = { alg: "RSA-OAEP-256", enc: "A256GCM", typ: "e2ee-chat/msg", cty: "text/plain;charset=utf-8", v,
-    mid: b64u(fresh.subarray(44, 60)), cid: conversation, snd: sender.username, skid: sender.signKid,
-    ts: Date.now(), ctr: counter };
-  if (membership) {
-    header.ep = membership.ep;
-    header.mh = membership.mh;
-    header.kc = b64u(new Uint8Array(await subtle.sign("HMAC", await hmacKey(cek, "sign"), KC_CONTEXT)));
-  }
-  header.rkids = recipients.map((r) => r.wrapKid);
+  const header = { alg: "RSA-OAEP-256", enc: "A256GCM", typ: "e2ee-chat/msg", cty: "application/e2ee-chat+json", v: V,
+    mid: b64u(fresh.subarray(44, 60)), cid: conversation, snd: sender.username, skid: sender.signKid, xp: 0,
+    ep: membership.ep, mh: membership.mh,
+    kc: b64u(new Uint8Array(await subtle.sign("HMAC", await hmacKey(cek, "sign"), KC_CONTEXT))),
+    rkids: recipients.map((r) => r.wrapKid) };
   const protectedB64 = b64u(enc.encode(JSON.stringify(header)));
   const aes = await subtle.importKey("raw", cek, "AES-GCM", false, ["encrypt"]);
   const sealed = new Uint8Array(await subtle.encrypt({ name: "AES-GCM", iv, additionalData: enc.encode(protectedB64) },
-    aes, enc.encode(text)));
+    aes, textDocument(text, counter)));
   // One wrap after another, as the Python and Node rows do (Promise.all would spread them over the
   // browser's crypto threads: faster on an idle machine, but no longer the per-recipient cost).
   const wrapped = [];
@@ -81,7 +93,7 @@ export async function sealL4(text, sender, conversation, recipients, counter, me
     recipients: recipients.map((r, i) => ({ header: { kid: r.wrapKid }, encrypted_key: b64u(new Uint8Array(wrapped[i])) })),
     iv: b64u(iv), ciphertext: b64u(sealed.subarray(0, sealed.length - 16)), tag: b64u(sealed.subarray(sealed.length - 16)),
     sig: "" };
-  env.sig = b64u(new Uint8Array(await subtle.sign({ name: "Ed25519" }, sender.signPrivate, signingInput(env, v))));
+  env.sig = b64u(new Uint8Array(await subtle.sign({ name: "Ed25519" }, sender.signPrivate, signingInput(env))));
   return JSON.stringify(env);
 }
 
@@ -90,11 +102,12 @@ export async function openL4(data, me, signPublic) {
   const header = JSON.parse(dec.decode(unb64u(env.protected)));
   const index = header.rkids.indexOf(me.wrapKid);
   if (index < 0 || env.recipients[index].header.kid !== me.wrapKid) throw new Error("not_a_recipient");
-  if (!(await subtle.verify({ name: "Ed25519" }, signPublic, unb64u(env.sig), signingInput(env, header.v)))) {
+  if (header.v !== V) throw new Error("unsupported_algorithm");
+  if (!(await subtle.verify({ name: "Ed25519" }, signPublic, unb64u(env.sig), signingInput(env)))) {
     throw new Error("signature_invalid");
   }
   const cek = await subtle.decrypt({ name: "RSA-OAEP" }, me.wrapPrivate, unb64u(env.recipients[index].encrypted_key));
-  if (header.v === 2 && !(await subtle.verify("HMAC", await hmacKey(cek, "verify"), unb64u(header.kc), KC_CONTEXT))) {
+  if (!(await subtle.verify("HMAC", await hmacKey(cek, "verify"), unb64u(header.kc), KC_CONTEXT))) {
     throw new Error("key_commitment_invalid");
   }
   const aes = await subtle.importKey("raw", cek, "AES-GCM", false, ["decrypt"]);
@@ -104,7 +117,8 @@ export async function openL4(data, me, signPublic) {
   both.set(tag, ct.length);
   const pt = await subtle.decrypt({ name: "AES-GCM", iv: unb64u(env.iv), additionalData: enc.encode(env.protected) },
     aes, both);
-  return { text: dec.decode(pt), header };
+  const doc = JSON.parse(dec.decode(pt)); // trailing padding spaces are JSON whitespace
+  return { text: doc.body, ts: doc.ts, ctr: doc.ctr, header };
 }
 
 // -- L3 (PROTOCOL.md §6): one hop under a session key ------------------------------------------

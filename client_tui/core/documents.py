@@ -63,19 +63,13 @@ def _ref(d: Doc) -> str:
 
 
 def plaintext(rec: Record, scheme: wire.Scheme = wire.DEFAULT_SCHEME) -> bytes:
-    """What to seal for ``rec``: its content document, encoded and padded (``shared.content.encode``);
-    for an envelope of version 2 (``cty`` text/plain), the text of a ``text`` document.
+    """The plaintext ``envelope.seal`` will encrypt for ``rec``: its content document, encoded and
+    padded (``shared.content.encode``). The outbox calls it to refuse a message before it is queued.
 
     Raises:
-        ContentInvalid (a document other than text while envelopes are of version 2), ContentTooLarge
-        (over ``shared.content.MAX_CONTENT_BYTES``).
+        ContentInvalid, ContentTooLarge (over ``shared.content.MAX_CONTENT_BYTES``).
     """
-    data = wire.encode(to_wire(rec), scheme)
-    if envelope.CTY == wire.MEDIA_TYPE:
-        return data
-    if rec.content.t != "text":
-        raise ContentInvalid(f"a {rec.content.t} document needs envelope version 3", field="t")
-    return (rec.text or "").encode("utf-8")
+    return wire.encode(to_wire(rec), scheme)
 
 
 def from_wire(doc: wire.Content) -> tuple[str | None, Doc]:
@@ -98,23 +92,12 @@ def from_wire(doc: wire.Content) -> tuple[str | None, Doc]:
     return text, local
 
 
-def read(data: bytes, cty: str) -> tuple[str | None, Doc, int, int]:
-    """The text, document, ``ts`` and counter of an opened envelope's plaintext ``data``.
-
-    Args:
-        data: the decrypted plaintext.
-        cty: the envelope's content type: ``shared.content.MEDIA_TYPE`` (a content document,
-            read strictly), or the version-2 ``text/plain;charset=utf-8`` (a text message: ``ts``
-            and counter are then the header's, returned here as -1).
+def read(opened: envelope.Opened) -> tuple[str | None, Doc, int, int]:
+    """The text, document, ``ts`` and counter of an opened envelope (``envelope.open`` decoded its
+    content document strictly and checked its ``exp`` against the header's ``xp``).
 
     Returns:
         ``(text, doc, ts, ctr)``: ``text`` is the body (None for a document without one).
-
-    Raises:
-        ContentInvalid, ContentTooLarge: not a content document of the documented form.
     """
-    if cty != wire.MEDIA_TYPE:
-        return data.decode("utf-8", "replace"), Doc(), -1, -1
-    doc = wire.decode(data)
-    text, local = from_wire(doc)
-    return text, local, doc.ts, doc.ctr
+    text, local = from_wire(opened.content)
+    return text, local, opened.ts, opened.ctr

@@ -168,14 +168,13 @@ class Inbox:
                 opened, timings = await asyncio.to_thread(
                     measure.open_, parsed, me, sign_key, conversation=frame.conversation, sender=frame.sender
                 )
-                text, doc, ts, ctr = documents.read(opened.plaintext, h.cty)
+                text, doc, ts, ctr = documents.read(opened)
             except BaseException:
                 self.seen.discard(key)  # not verified: it must not suppress the real message
                 raise
         except E2EEError as exc:
             return await self._on_unreadable(frame, raw, parsed, exc)
         mine = h.snd == c.username
-        ts, ctr = (h.ts if ts < 0 else ts), (h.ctr if ctr < 0 else ctr)
         if mine:
             c.progress.counters[h.cid] = max(c.progress.counters.get(h.cid, 0), ctr)
         rec = Record(

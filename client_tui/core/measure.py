@@ -17,6 +17,7 @@ import time
 from collections.abc import Sequence
 
 from shared import envelope
+from shared.content import Content
 from shared.keys import Identity, PublicIdentity
 
 _now = time.perf_counter
@@ -54,12 +55,11 @@ def _with(obj, **attrs):
 
 
 def seal(
-    text: str,
+    doc: Content,
     sender: Identity,
     conversation: str,
     recipients: Sequence[PublicIdentity],
     *,
-    counter: int,
     epoch: int,
     head: str,
     max_bytes: int,
@@ -72,11 +72,10 @@ def seal(
     timed_sender = _with(sender, sign_private=_Timed(sender.sign_private, "sign", signs))
     t0 = _now()
     data = envelope.seal(
-        text,
+        doc,
         timed_sender,
         conversation,
         timed_recipients,
-        counter=counter,
         epoch=epoch,
         head=head,
         max_bytes=max_bytes,

@@ -213,11 +213,10 @@ class Outbox(AudienceDecisions):
         max_bytes, max_recipients = c.max_envelope, c.max_recipients
         data, timings = await asyncio.to_thread(
             measure.seal,
-            documents.plaintext(rec),
+            documents.to_wire(rec),
             c.identity,
             rec.conversation,
             audience.recipients,
-            counter=rec.ctr or 1,
             epoch=audience.epoch,
             head=audience.head,
             max_bytes=max_bytes,

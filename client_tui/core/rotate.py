@@ -255,14 +255,14 @@ class Rotation(Contacts):
             opened, timings = await asyncio.to_thread(
                 measure.open_, parsed, me, found[0], conversation=rec.conversation, sender=rec.sender
             )
-            text, doc, ts, ctr = documents.read(opened.plaintext, h.cty)
+            text, doc, ts, ctr = documents.read(opened)
         except (E2EEError, msgspec.DecodeError):
             return False
         if (h.snd, h.mid) in self.inbox.seen:
             return False
         self.inbox.seen.add((h.snd, h.mid))
         rec.text, rec.content, rec.state, rec.reason, rec.detail = text, doc, RecordState.RECEIVED, "", ""
-        rec.mid, rec.ts, rec.ctr = h.mid, (h.ts if ts < 0 else ts), (h.ctr if ctr < 0 else ctr)
+        rec.mid, rec.ts, rec.ctr = h.mid, ts, ctr
         rec.info = MessageInfo(
             timings=timings,
             skid=h.skid,

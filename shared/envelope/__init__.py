@@ -7,14 +7,17 @@ Form (docs/PROTOCOL.md §5 is the normative text): ``{"protected", "recipients":
   message and a random 96-bit nonce; AAD = ASCII of the ``protected`` member (RFC 7516 §5.1 step 14).
 * Key wrap: ``alg`` = ``RSA-OAEP-256`` (RSA-OAEP, SHA-256, MGF1-SHA-256, empty label;
   RFC 7518 §4.3, RFC 8017 §7.1), one entry per recipient, in the order of the header's ``rkids``.
-* Key commitment: the header's ``kc`` is HMAC-SHA-256(key = CEK, ``"e2ee-chat/v2/key-commitment"``),
+* Plaintext: a content document (``shared.content``: kind, ``ts``, ``ctr``, ``exp`` inside the
+  ciphertext), canonical JSON padded with spaces to a size bucket; the header's ``cty`` names it
+  and its ``xp`` carries the expiry rounded up to the hour, the one content fact the relay reads.
+* Key commitment: the header's ``kc`` is HMAC-SHA-256(key = CEK, ``"e2ee-chat/v3/key-commitment"``),
   checked in constant time after the unwrap and before AES-GCM (GCM alone is not key-committing:
   one ciphertext can open under two keys to two plaintexts).
 * Membership: the header's ``ep`` and ``mh`` name the epoch of the conversation's membership log
   the sender sealed to and that epoch's statement hash (``shared.membership``); recipients check
   that ``rkids`` are exactly that epoch's members' wrap keys.
 * Signature: Ed25519 (RFC 8032) over the ASCII bytes
-  ``"e2ee-chat/v2/sig." + protected + "." + ek_1 + "," + ... + ek_n + "." + iv + "." + ciphertext
+  ``"e2ee-chat/v3/sig." + protected + "." + ek_1 + "," + ... + ek_n + "." + iv + "." + ciphertext
   + "." + tag`` (each part the exact base64url text transmitted). ``sig`` is a member JOSE libraries
   ignore, so any JWE library still decrypts the envelope.
 
@@ -30,7 +33,6 @@ from __future__ import annotations
 
 import functools
 import os
-import time
 from collections.abc import Callable, Sequence
 
 import pybase64
@@ -38,8 +40,11 @@ from cryptography.exceptions import InvalidSignature, InvalidTag
 from cryptography.hazmat.primitives.asymmetric import ed25519
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from .. import content as _content
 from ..b64 import b64u_decode
+from ..content import DEFAULT_SCHEME, Content, Scheme
 from ..errors import (
+    ContentInvalid,
     ConversationMismatch,
     DecryptionFailed,
     DuplicateRecipient,
@@ -64,10 +69,12 @@ from .format import (
     DEFAULT_MAX_ENVELOPE_BYTES,
     DEFAULT_MAX_RECIPIENTS,
     ENC,
+    EXPIRY_GRANULARITY_MS,
     KC_CONTEXT,
     MAX_SAFE_INTEGER,
     MESSAGE_ID_BYTES,
     NONCE_BYTES,
+    REFUSED_VERSIONS,
     SIG_CONTEXT,
     SIGNATURE_BYTES,
     TAG_BYTES,
@@ -82,6 +89,7 @@ from .format import (
     _signing_bytes,
     _signing_input,
     check,
+    expiry_hint,
     parse,
 )
 
@@ -93,6 +101,7 @@ __all__ = [
     "DEFAULT_MAX_ENVELOPE_BYTES",
     "DEFAULT_MAX_RECIPIENTS",
     "ENC",
+    "EXPIRY_GRANULARITY_MS",
     "Header",
     "MAX_ID_CHARS",
     "MAX_SAFE_INTEGER",
@@ -100,6 +109,7 @@ __all__ = [
     "NONCE_BYTES",
     "Opened",
     "ParsedEnvelope",
+    "REFUSED_VERSIONS",
     "SIGNATURE_BYTES",
     "SIG_CONTEXT",
     "SenderKeyResolver",
@@ -107,6 +117,7 @@ __all__ = [
     "TYP",
     "VERSION",
     "check",
+    "expiry_hint",
     "open",
     "parse",
     "seal",
@@ -123,22 +134,21 @@ Python (the seal target: within 1.15 x its cryptography)."""
 
 
 def _seal_with(
-    plaintext: bytes,
+    doc: Content,
     sender: Identity,
     conversation: str,
     recipients: Sequence[PublicIdentity],
     *,
-    counter: int,
     epoch: int,
     head: str,
     cek: bytes,
     iv: bytes,
     message_id: bytes,
-    sent_at_ms: int,
+    scheme: Scheme,
     max_bytes: int,
     max_recipients: int,
 ) -> bytes:
-    # Test-only seam (known-answer vectors inject cek, iv, message_id, sent_at_ms). Not public API.
+    # Test-only seam (known-answer vectors inject cek, iv, message_id). Not public API.
     if len(cek) != CEK_BYTES or len(iv) != NONCE_BYTES or len(message_id) != MESSAGE_ID_BYTES:
         raise ValueError("cek, iv and message_id must be 32, 12 and 16 bytes")
     if not recipients:
@@ -150,10 +160,7 @@ def _seal_with(
         raise DuplicateRecipient("a recipient key appears twice", field="recipients")
     check_id(conversation, "cid")
     check_id(sender.username, "snd")
-    if not 1 <= counter <= MAX_SAFE_INTEGER:
-        raise EnvelopeMalformed("counter must be in 1..2**53-1", field="ctr")
-    if not 0 <= sent_at_ms <= MAX_SAFE_INTEGER:
-        raise EnvelopeMalformed("sent_at_ms must be in 0..2**53-1", field="ts")
+    plaintext = _content.encode(doc, scheme)  # checks the document (ContentInvalid, ContentTooLarge)
     if not 0 <= epoch <= MAX_SAFE_INTEGER:
         raise EnvelopeMalformed("epoch must be in 0..2**53-1", field="ep")
     check_kid(head, "mh")
@@ -171,8 +178,7 @@ def _seal_with(
         cid=conversation,
         snd=sender.username,
         skid=sender.sign_kid,
-        ts=sent_at_ms,
-        ctr=counter,
+        xp=expiry_hint(doc.exp),
         ep=epoch,
         mh=head,
         kc=_b64(_commitment(cek).finalize()).rstrip("="),
@@ -192,20 +198,22 @@ def _seal_with(
 
 
 def seal(
-    plaintext: bytes | str,
+    doc: Content,
     sender: Identity,
     conversation: str,
     recipients: Sequence[PublicIdentity],
     *,
-    counter: int,
     epoch: int,
     head: str,
+    scheme: Scheme = DEFAULT_SCHEME,
     max_bytes: int = DEFAULT_MAX_ENVELOPE_BYTES,
     max_recipients: int = DEFAULT_MAX_RECIPIENTS,
 ) -> bytes:
-    """Encrypt ``plaintext`` once and wrap its key for each recipient; sign as ``sender``.
+    """Encrypt the content document ``doc`` once and wrap its key for each recipient; sign as ``sender``.
 
-    Draws a fresh 32-byte CEK, a 12-byte nonce and a 16-byte message id (``os.urandom``),
+    ``doc`` is padded to its bucket (``shared.content.encode``) and encrypted; its ``ts``, ``ctr``
+    and kind stay inside the ciphertext, its ``exp`` rounded up to the hour becomes the header's
+    ``xp``. Draws a fresh 32-byte CEK, a 12-byte nonce and a 16-byte message id (``os.urandom``),
     encrypts with AES-256-GCM (RFC 7518 §5.3) using the protected header as AAD, wraps the CEK
     with RSA-OAEP-256 (RFC 7518 §4.3) for every recipient (include the sender to read one's own
     messages on other devices) and signs with Ed25519 (RFC 8032). The header commits to the CEK
@@ -213,42 +221,41 @@ def seal(
     recipient.
 
     Args:
-        plaintext: message bytes, or text (encoded as UTF-8).
+        doc: the content document (``shared.content.Text(...)`` …) carrying ``ts`` (sent-at, ms)
+            and ``ctr`` (this sender's counter in this conversation: 1, 2, ...).
         sender: the sender's private identity (its username: 1-64 of ``[A-Za-z0-9._-]``).
         conversation: conversation id (1-64 of ``[A-Za-z0-9._-]``).
         recipients: the recipients' public identities, in the order they appear in the envelope:
             the members of epoch ``epoch``, in the statement's member order.
-        counter: this sender's message counter in this conversation (1, 2, ...; at most 2**53-1).
         epoch: the membership epoch sealed to (the newest the sender verified), 0..2**53-1.
         head: the hash of that epoch's membership statement (``Statement.hash``, 43 chars).
+        scheme: the padding scheme, ``"padme"`` (default) or ``"pow2"``.
         max_bytes: limit on the serialized envelope in bytes (the relay's ``max_envelope``).
         max_recipients: limit on the number of recipients.
 
     Returns:
         The serialized envelope, UTF-8 JSON bytes (RFC 7516 §7.2.1 General JSON plus ``sig``);
-        about ``4/3 * len(plaintext) + 400 + n * (4/3 * modulus bytes + 70)`` bytes.
+        about ``4/3 * bucket + 400 + n * (4/3 * modulus bytes + 70)`` bytes.
 
     Raises:
-        EnvelopeTooLarge, TooManyRecipients, RecipientListInvalid, DuplicateRecipient,
-        EnvelopeMalformed (bad conversation id, sender name, counter, epoch or head).
+        ContentInvalid, ContentTooLarge (the document), EnvelopeTooLarge, TooManyRecipients,
+        RecipientListInvalid, DuplicateRecipient, EnvelopeMalformed (bad conversation id, sender
+        name, epoch or head).
     """
-    if isinstance(plaintext, str):
-        plaintext = plaintext.encode("utf-8")
     # One draw from the OS CSPRNG for the CEK, the nonce and the message id (independent bytes
     # either way; one system call instead of three).
     fresh = os.urandom(CEK_BYTES + NONCE_BYTES + MESSAGE_ID_BYTES)
     return _seal_with(
-        plaintext,
+        doc,
         sender,
         conversation,
         recipients,
-        counter=counter,
         epoch=epoch,
         head=head,
         cek=fresh[:CEK_BYTES],
         iv=fresh[CEK_BYTES : CEK_BYTES + NONCE_BYTES],
         message_id=fresh[CEK_BYTES + NONCE_BYTES :],
-        sent_at_ms=int(time.time() * 1000),
+        scheme=scheme,
         max_bytes=max_bytes,
         max_recipients=max_recipients,
     )
@@ -299,7 +306,9 @@ def open(  # the module's public verb, used as envelope.open(...)
     (``conversation``, ``sender``); my recipient entry; the sender's key id against the pinned
     key; the sender's Ed25519 signature; then, only for a signed envelope, RSA-OAEP-256 unwrap
     (one private-key operation), the key commitment ``kc`` (HMAC-SHA-256, constant time), and
-    AES-256-GCM decryption with the protected header as AAD. The membership checks (``ep``/``mh``
+    AES-256-GCM decryption with the protected header as AAD; last the content document is decoded
+    (``shared.content.decode``: padding stripped, strict) and its ``exp`` checked against the
+    header's ``xp``. The membership checks (``ep``/``mh``
     against the verified log, ``rkids`` against that epoch's members) are the caller's: they need
     the log (see ``client_tui.core.membership``).
     Each step raises its own error; the plaintext is returned only when all pass.
@@ -314,13 +323,15 @@ def open(  # the module's public verb, used as envelope.open(...)
         max_bytes, max_recipients: limits passed to :func:`parse`.
 
     Returns:
-        :class:`Opened` with the plaintext and the verified header.
+        :class:`Opened` with the content document, the verified header and the padded plaintext.
 
     Raises:
         the errors of :func:`parse`; ConversationMismatch; SenderMismatch; NotARecipient;
         UnknownSenderKey; SignatureInvalid; UnwrapFailed (RSA-OAEP-256 failed, or the key is not
         32 bytes); KeyCommitmentInvalid (``kc`` does not match the unwrapped key);
-        DecryptionFailed (AES-GCM tag check failed).
+        DecryptionFailed (AES-GCM tag check failed); ContentInvalid (the decrypted document is not
+        of shared.content's form, or its ``exp`` rounded up is not the header's ``xp``: field
+        ``exp``); ContentTooLarge.
     """
     parsed = (
         data if isinstance(data, ParsedEnvelope) else parse(data, max_bytes=max_bytes, max_recipients=max_recipients)
@@ -358,4 +369,7 @@ def open(  # the module's public verb, used as envelope.open(...)
         plaintext = AESGCM(cek).decrypt(bin_.iv, bin_.ciphertext + bin_.tag, env.protected.encode("ascii"))
     except InvalidTag:
         raise DecryptionFailed("AES-GCM authentication failed", field="ciphertext") from None
-    return Opened(plaintext, h)
+    doc = _content.decode(plaintext)
+    if expiry_hint(doc.exp) != h.xp:
+        raise ContentInvalid("exp: the header's xp is not the content's exp rounded up to the hour", field="exp")
+    return Opened(doc, h, plaintext)

@@ -14,6 +14,7 @@ from cryptography.hazmat.primitives import hashes, hmac
 from cryptography.hazmat.primitives.asymmetric import padding
 
 from ..b64 import b64u_decode
+from ..content import MEDIA_TYPE, Content
 from ..errors import (
     Base64Invalid,
     DuplicateRecipient,
@@ -34,6 +35,7 @@ __all__ = [
     "TYP",
     "CTY",
     "VERSION",
+    "REFUSED_VERSIONS",
     "SIG_CONTEXT",
     "KC_CONTEXT",
     "CEK_BYTES",
@@ -44,6 +46,8 @@ __all__ = [
     "DEFAULT_MAX_ENVELOPE_BYTES",
     "DEFAULT_MAX_RECIPIENTS",
     "MAX_SAFE_INTEGER",
+    "EXPIRY_GRANULARITY_MS",
+    "expiry_hint",
     "Header",
     "ParsedEnvelope",
     "Opened",
@@ -54,10 +58,15 @@ __all__ = [
 ALG = "RSA-OAEP-256"
 ENC = "A256GCM"
 TYP = "e2ee-chat/msg"
-CTY = "text/plain;charset=utf-8"
-VERSION = 2
-SIG_CONTEXT = b"e2ee-chat/v2/sig"
-KC_CONTEXT = b"e2ee-chat/v2/key-commitment"
+CTY = MEDIA_TYPE
+"""``application/e2ee-chat+json``: the plaintext is a padded content document (``shared.content``)."""
+VERSION = 3
+REFUSED_VERSIONS = (1, 2)
+"""Earlier versions, refused with ``unsupported_algorithm`` (v2: ``ts``/``ctr`` readable, text plaintext)."""
+SIG_CONTEXT = b"e2ee-chat/v3/sig"
+KC_CONTEXT = b"e2ee-chat/v3/key-commitment"
+EXPIRY_GRANULARITY_MS = 3_600_000
+"""``xp`` is the content's ``exp`` rounded up to a whole hour (Unix ms), so the relay learns an hour."""
 
 CEK_BYTES = 32
 NONCE_BYTES = 12
@@ -68,7 +77,7 @@ SIGNATURE_BYTES = 64
 DEFAULT_MAX_ENVELOPE_BYTES = 256 * 1024
 """Default limit on a serialized envelope, in bytes (the relay announces its own in ``hello``)."""
 DEFAULT_MAX_RECIPIENTS = 256
-"""Largest ``ts`` / ``ctr`` / ``ep`` (so that JavaScript's JSON numbers hold them exactly)."""
+"""Default limit on the number of recipients."""
 
 
 _OAEP = padding.OAEP(mgf=padding.MGF1(algorithm=hashes.SHA256()), algorithm=hashes.SHA256(), label=None)
@@ -78,14 +87,15 @@ class Header(msgspec.Struct, forbid_unknown_fields=True):
     """The protected header (JSON object; all members required, no others allowed).
 
     Attributes:
-        alg: "RSA-OAEP-256".  enc: "A256GCM".  typ: "e2ee-chat/msg".  cty: content type.
-        v: format version (2).
+        alg: "RSA-OAEP-256".  enc: "A256GCM".  typ: "e2ee-chat/msg".
+        cty: "application/e2ee-chat+json" (the plaintext is a padded content document).
+        v: format version (3).
         mid: message id, base64url of 16 random bytes (22 chars).
         cid: conversation id (1-64 of ``[A-Za-z0-9._-]``).
         snd: sender username (1-64 of ``[A-Za-z0-9._-]``).
         skid: key id of the sender's Ed25519 signing key.
-        ts: sent-at, Unix time in ms (sender's clock), 0..2**53-1.
-        ctr: per-sender-per-conversation counter, 1, 2, 3 ... (gaps and replays are visible).
+        xp: expiry hint for the relay: the content's ``exp`` rounded up to the hour (Unix ms, a
+            multiple of 3,600,000), 0 = never. (``ts`` and ``ctr`` are inside the content from v3.)
         ep: the membership epoch sealed to, 0..2**53-1.
         mh: the hash of that epoch's membership statement (b64url, 43 chars).
         kc: key commitment, b64url HMAC-SHA-256(CEK, KC_CONTEXT) (43 chars).
@@ -101,8 +111,7 @@ class Header(msgspec.Struct, forbid_unknown_fields=True):
     cid: str
     snd: str
     skid: str
-    ts: int
-    ctr: int
+    xp: int
     ep: int
     mh: str
     kc: str
@@ -170,17 +179,37 @@ class Opened:
     """Result of :func:`open`.
 
     Attributes:
-        plaintext: the decrypted bytes (UTF-8 text for ``cty`` text/plain).
-        header: the verified protected header (sender, conversation, ids, counter, time).
+        content: the decoded content document (``shared.content``: its kind, ``ts``, ``ctr``, ``exp``).
+        header: the verified protected header (sender, conversation, ids, epoch, expiry hint).
+        plaintext: the decrypted bytes as sealed (canonical JSON and its padding; its length is the
+            bucket the relay saw).
     """
 
-    plaintext: bytes
+    content: Content
     header: Header
+    plaintext: bytes
 
     @property
     def text(self) -> str:
-        """The plaintext decoded as UTF-8 (invalid sequences replaced)."""
-        return self.plaintext.decode("utf-8", "replace")
+        """The document's ``body`` (text, reply, edit, attachment caption), or "" for a kind without one."""
+        body = getattr(self.content, "body", "")
+        return body if isinstance(body, str) else ""
+
+    @property
+    def ts(self) -> int:
+        """Sent-at, Unix ms, sender's clock (the content's ``ts``)."""
+        return self.content.ts
+
+    @property
+    def ctr(self) -> int:
+        """The sender's counter in the conversation (the content's ``ctr``)."""
+        return self.content.ctr
+
+
+def expiry_hint(exp: int) -> int:
+    """The header's ``xp`` for a content ``exp`` (Unix ms; 0 = never): rounded up to the next whole
+    hour (a multiple of :data:`EXPIRY_GRANULARITY_MS`), 0 for 0."""
+    return -(-exp // EXPIRY_GRANULARITY_MS) * EXPIRY_GRANULARITY_MS
 
 
 def parse(
@@ -207,9 +236,10 @@ def parse(
         TrailingData: bytes after the JSON object (of the envelope or of the header).
         DuplicateMember: a JSON member name repeated.
         EnvelopeMalformed: not the documented JSON shape; bad ``mid``/``cid``/``snd``/``skid``/
-            ``ts``/``ctr``/``ep``/``mh``/``kc``.
+            ``xp``/``ep``/``mh``/``kc``.
         TooManyRecipients: more than ``max_recipients`` entries.
-        UnsupportedAlgorithm: ``alg``/``enc``/``typ``/``v``/``cty`` not the v2 values.
+        UnsupportedAlgorithm: ``alg``/``enc``/``typ``/``v``/``cty`` not the v3 values (a v1 or v2
+            envelope: ``field`` ``v``, checked before the header's shape).
         DuplicateRecipient: a key id twice.  RecipientListInvalid: entries differ from ``rkids``.
         Base64Invalid: a member is not canonical unpadded base64url.
         NonceInvalid: ``iv`` is not 12 bytes.  TagInvalid: ``tag`` is not 16 bytes.
@@ -275,8 +305,9 @@ def _form(
     try:
         header = _header_decoder.decode(header_json)
     except (msgspec.DecodeError, RecursionError) as exc:
+        _refuse_old_version(header_json)
         raise json_error(header_json, exc, "protected", "protected header") from None
-    reject_duplicate_members(header_json, 25 + len(header.rkids), "protected", "protected header")
+    reject_duplicate_members(header_json, 24 + len(header.rkids), "protected", "protected header")
     if header.alg != ALG or header.enc != ENC:
         raise UnsupportedAlgorithm(f"alg/enc must be {ALG}/{ENC}", field="alg")
     if header.typ != TYP or header.v != VERSION:
@@ -289,10 +320,8 @@ def _form(
     check_id(header.cid, "cid")
     check_id(header.snd, "snd")
     check_kid(header.skid, "skid")
-    if not 0 <= header.ts <= MAX_SAFE_INTEGER:
-        raise EnvelopeMalformed("ts must be in 0..2**53-1", field="ts")
-    if not 1 <= header.ctr <= MAX_SAFE_INTEGER:
-        raise EnvelopeMalformed("ctr must be in 1..2**53-1", field="ctr")
+    if not 0 <= header.xp <= MAX_SAFE_INTEGER or header.xp % EXPIRY_GRANULARITY_MS:
+        raise EnvelopeMalformed("xp must be 0 or a whole hour in ms (a multiple of 3600000) ≤ 2**53-1", field="xp")
     if not 0 <= header.ep <= MAX_SAFE_INTEGER:
         raise EnvelopeMalformed("ep must be in 0..2**53-1", field="ep")
     check_kid(header.mh, "mh")
@@ -314,6 +343,20 @@ def _form(
     if len(sig) != SIGNATURE_BYTES:
         raise SignatureInvalid(f"sig is {len(sig)} bytes; must be {SIGNATURE_BYTES}", field="sig")
     return data, env, header, mid, iv, tag, sig
+
+
+_version_decoder = msgspec.json.Decoder(dict[str, object])
+
+
+def _refuse_old_version(header_json: bytes) -> None:
+    """A header that is not of v3's shape but names an earlier ``v`` is refused as that version
+    (``unsupported_algorithm``, field ``v``), not as malformed: v1/v2 carry ``ts``/``ctr``."""
+    try:
+        version = _version_decoder.decode(header_json).get("v")
+    except (msgspec.DecodeError, RecursionError):
+        return
+    if type(version) is int and version in REFUSED_VERSIONS:
+        raise UnsupportedAlgorithm(f"envelope version {version} is no longer accepted; v{VERSION} only", field="v")
 
 
 def _commitment(cek: bytes) -> hmac.HMAC:

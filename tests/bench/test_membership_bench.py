@@ -9,7 +9,9 @@ import json
 import pytest
 
 from bench import membership as bench_membership
+from client_tui.core.record import now_ms
 from shared import envelope
+from shared.content import Text
 from shared.keys import Identity
 
 
@@ -34,7 +36,12 @@ def test_the_bytes_v2_adds_are_ep_mh_kc_in_the_base64url_header(identities):
     alice: Identity = identities["alice"]
     got = bench_membership.extra_bytes(alice, [alice, identities["bob"]], 100)
     data = envelope.seal(
-        "x" * 1024, alice, "bench-log", [alice.public, identities["bob"].public], counter=1, epoch=100, head="A" * 43
+        Text("x" * 1024, ts=now_ms(), ctr=1),
+        alice,
+        "bench-log",
+        [alice.public, identities["bob"].public],
+        epoch=100,
+        head="A" * 43,
     )
     protected = json.loads(data)["protected"]
     header = base64.urlsafe_b64decode(protected + "=" * (-len(protected) % 4))

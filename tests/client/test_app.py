@@ -10,9 +10,11 @@ from textual.widgets import Checkbox, Input, Select
 
 from client_tui.app import ChatApp, ChatScreen
 from client_tui.core import ChatClient, MessageReceived
+from client_tui.core.record import now_ms
 from client_tui.login import LoginScreen
 from client_tui.screens import ContactScreen, HelpScreen, MembersScreen, NewConversationScreen
 from client_tui.widgets import Composer
+from shared.content import Text
 from tests.helpers.clients import wait_until
 from tests.helpers.config import FAST_KDF, PASSWORD
 from tests.helpers.tui import click_button, rendered_text, screen_ready, tui_client
@@ -333,7 +335,12 @@ async def test_a_counter_gap_is_shown_if_it_stays_open_and_removed_when_filled(m
 
         async def send(ctr: int) -> None:  # alice's sends, with counters picked by the test
             data = envelope.seal(
-                f"n{ctr}", alice.identity, conv, aud.recipients, counter=ctr, epoch=aud.epoch, head=aud.head
+                Text(f"n{ctr}", ts=now_ms(), ctr=ctr),
+                alice.identity,
+                conv,
+                aud.recipients,
+                epoch=aud.epoch,
+                head=aud.head,
             )
             await alice.send_envelope(conv, data)
 

@@ -16,9 +16,8 @@ import httpx2
 import msgspec
 import pytest
 
-from client_tui.core import ClientError, KeyChangeBlocked
+from client_tui.core import ClientError, KeyChangeBlocked, KeyChanged
 from client_tui.core.attachments import download, upload
-from shared import content, envelope
 from shared.attachment import DEFAULT_CHUNK, HEADER_BYTES, TAG_BYTES, max_plaintext
 from shared.b64 import b64u_encode
 from shared.errors import (
@@ -28,9 +27,9 @@ from shared.errors import (
     BlobTooLarge,
     ChunkOutOfOrder,
     ChunkTampered,
-    ContentInvalid,
     QuotaExceeded,
 )
+from tests.helpers.clients import wait_event
 from tests.helpers.wiretap import files, search
 
 MiB = 1024 * 1024
@@ -196,11 +195,11 @@ async def test_only_members_fetch_and_limits_are_typed_refusals(tmp_path, make_c
 
 async def test_a_file_whose_message_cannot_be_sealed_is_deleted_from_the_relay(relay, pair, tmp_path):
     alice, bob, cid = pair
-    await bob.rotate_keys()  # alice must review bob's new key before she seals anything to him
+    await alice.connect()  # online, she is told of bob's key change (KeyChanged) ...
+    await bob.rotate_keys()
+    await wait_event(alice, KeyChanged)  # ... and must review his new key before she seals anything to him
     canary_file(tmp_path / "plan.txt", 200 * 1024)
-    # with envelope v3 the key change stops it; before v3 an attachment document cannot be sealed at all
-    refused = KeyChangeBlocked if envelope.CTY == content.MEDIA_TYPE else ContentInvalid
-    with pytest.raises(refused):
+    with pytest.raises(KeyChangeBlocked):
         await alice.attachments.send(cid, tmp_path / "plan.txt")
     assert db(relay, "SELECT count(*) FROM blobs") == db(relay, "SELECT count(*) FROM blob_parts") == [(0,)]
     limits = await alice.rest.request("GET", "/v1/blob-limits")

@@ -21,7 +21,9 @@ from client_tui.core import (
     MessageReceived,
     RecordChanged,
 )
+from client_tui.core.record import now_ms
 from shared import envelope, frames
+from shared.content import Text
 from tests.helpers.clients import barrier, close_all, messages_of, wait_event, wait_until
 from tests.helpers.config import FAST_KDF, PASSWORD
 
@@ -165,7 +167,12 @@ async def test_real_rotation_warns_blocks_and_old_sealed_messages_still_open(mak
     # sealed to bob's first key, sent only after the rotation
     old = await alice.recipients_for(conv)
     late = envelope.seal(
-        "sealed before the rotation", alice.identity, conv, old.recipients, counter=2, epoch=old.epoch, head=old.head
+        Text("sealed before the rotation", ts=now_ms(), ctr=2),
+        alice.identity,
+        conv,
+        old.recipients,
+        epoch=old.epoch,
+        head=old.head,
     )
     await bob.rotate_keys()
     change = await wait_event(alice, KeyChanged)

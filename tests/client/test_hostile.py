@@ -18,9 +18,11 @@ from client_tui.core import (
     MessageUnreadable,
     RecordChanged,
 )
+from client_tui.core.record import now_ms
 from client_tui.widgets import unreadable_text
 from shared import envelope
 from shared.b64 import b64u_decode, b64u_encode
+from shared.content import Text
 from shared.keys import Identity, PublicIdentity
 from tests.helpers.clients import drain, messages_of
 from tests.helpers.ktlog import SignedLog
@@ -149,11 +151,10 @@ async def test_k06_substituted_key_mid_conversation_warns_and_blocks_sending(off
     bob._key_fetched_at.pop("alice")
     as_alice = Identity("alice", identities["mallory"].wrap_private, identities["mallory"].sign_private)
     forged = envelope.seal(
-        "send money to mallory",
+        Text("send money to mallory", ts=now_ms(), ctr=2),
         as_alice,
         "conv-1",
         [real, identities["bob"].public, identities["carol"].public],
-        counter=2,
         **relay.epoch,
     )
     await relay.deliver(forged, sender="alice")

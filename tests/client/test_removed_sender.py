@@ -9,7 +9,9 @@ import json
 
 from client_tui import commands
 from client_tui.core import MessageReceived, RecordChanged
+from client_tui.core.record import now_ms
 from shared import envelope, membership
+from shared.content import Text
 from tests.helpers.clients import drain
 
 
@@ -25,11 +27,10 @@ def remove(bob, relay, identities, who: str) -> membership.Statement:
 
 def sealed_to(epoch: membership.Statement, sender, text: str, identities) -> bytes:
     return envelope.seal(
-        text,
+        Text(text, ts=now_ms(), ctr=1),
         identities[sender],
         epoch.cid,
         [identities[u].public for u in epoch.usernames],
-        counter=1,
         epoch=epoch.ep,
         head=epoch.hash,
     )
@@ -68,11 +69,10 @@ async def test_a_message_sealed_to_an_epoch_with_a_member_removed_since_is_marke
         bob,
         relay,
         envelope.seal(
-            "only us",
+            Text("only us", ts=now_ms(), ctr=2),
             identities["alice"],
             newest.cid,
             [identities[u].public for u in newest.usernames],
-            counter=2,
             epoch=newest.ep,
             head=newest.hash,
         ),

@@ -19,12 +19,14 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 
 from bench.tools.loadgen import rss_kib
+from client_tui.core.record import now_ms
 from shared import envelope, frames
+from shared.content import Text
 from tests.helpers.ws import open_ws, recv_type, send_frame
 
 FULL = os.environ.get("E2EE_FULL") == "1"
 MESSAGES = 10_000 if FULL else 300
-TEXT_BYTES = 64 * 1024
+TEXT_BYTES = 64 * 1024 - 64  # the text of a 64 KiB content document (the largest: shared.content)
 RSS_BOUND_MIB = 256  # the relay's resident memory must stay under this while bob does not read
 WINDOW = 16
 
@@ -56,7 +58,9 @@ async def test_k10_a_reader_that_stops_is_cut_off_and_catches_up_by_sync(world):
     acked: list[int] = []
     text = "k" * TEXT_BYTES
     for i in range(MESSAGES):
-        data = envelope.seal(text, alice.identity, conv, aud.recipients, counter=i + 1, epoch=aud.epoch, head=aud.head)
+        data = envelope.seal(
+            Text(text, ts=now_ms(), ctr=i + 1), alice.identity, conv, aud.recipients, epoch=aud.epoch, head=aud.head
+        )
         await sender.send(send_frame(conv, data))
         if i >= WINDOW:  # at most WINDOW sends unanswered
             acked.append((await recv_type(sender, "stored", timeout=60))["seq"])

@@ -6,7 +6,9 @@ from __future__ import annotations
 import msgspec
 
 from client_tui.core import ChatClient
+from client_tui.core.record import now_ms
 from shared import envelope, frames, membership
+from shared.content import Text
 from shared.keys import Identity
 from shared.membership_chain import Chain
 
@@ -58,7 +60,11 @@ class Hostile:
         if ctr is None:
             ctr = self.ctr[sender] = self.ctr.get(sender, 0) + 1
         return envelope.seal(
-            text, self.ids[sender], conv, [self.ids[u].public for u in to], counter=ctr, **self.epoch_of(conv)
+            Text(text, ts=now_ms(), ctr=ctr),
+            self.ids[sender],
+            conv,
+            [self.ids[u].public for u in to],
+            **self.epoch_of(conv),
         )
 
     async def deliver(self, data: bytes, *, sender: str, conv: str | None = None, seq: int | None = None) -> int:

@@ -171,8 +171,8 @@ class EnvelopeMutator:
                     "ciphertext",
                     "encrypted_key",
                     "swap_keys",
-                    "ts",
-                    "ctr",
+                    "xp",
+                    "ep",
                     "mid",
                     "cid",
                     "snd",
@@ -198,8 +198,8 @@ class EnvelopeMutator:
             elif field == "swap_keys" and len(doc["recipients"]) > 1:
                 a, b = doc["recipients"][0], doc["recipients"][1]
                 a["encrypted_key"], b["encrypted_key"] = b["encrypted_key"], a["encrypted_key"]
-            elif field in ("ts", "ctr"):
-                header[field] = rng.choice([0, 1, header[field] + 1, header[field] - 1, 2**53 - 1])
+            elif field in ("xp", "ep"):
+                header[field] = rng.choice([0, 1, 3_600_000, header[field] + 1, header[field] - 1, 2**53 - 1])
             elif field == "mid":
                 header["mid"] = b64u_encode(rng.randbytes(16))
             elif field in ("cid", "snd"):

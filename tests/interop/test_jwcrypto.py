@@ -14,8 +14,10 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from jwcrypto import jwe, jwk
 
-from shared import envelope, l3
+from client_tui.core.record import now_ms
+from shared import content, envelope, l3
 from shared.b64 import b64u_decode, b64u_encode
+from shared.content import Text
 from shared.errors import E2EEError
 from tests.vectors import vectorlib
 
@@ -61,11 +63,17 @@ def test_jwcrypto_decrypts_the_l4_vectors(ids, vec):
 def test_jwcrypto_decrypts_a_fresh_envelope_for_each_recipient(ids):
     people = [ids[n] for n in ("alice", "bob", "carol", "mallory")]
     data = envelope.seal(
-        "fresh for jwcrypto ✓", ids["carol"], "conv-9", [p.public for p in people], counter=3, epoch=1, head="A" * 43
+        Text("fresh for jwcrypto ✓", ts=now_ms(), ctr=3),
+        ids["carol"],
+        "conv-9",
+        [p.public for p in people],
+        epoch=1,
+        head="A" * 43,
     )
     for p in people:
         payload, _ = jwcrypto_decrypt(data.decode(), private_jwk(p.wrap_private))
-        assert payload.decode() == "fresh for jwcrypto ✓"
+        assert len(payload) == 256 and json.loads(payload)["body"] == "fresh for jwcrypto ✓"  # padded JSON reads as is
+        assert content.decode(payload) == Text("fresh for jwcrypto ✓", ts=json.loads(payload)["ts"], ctr=3)
 
 
 def test_jwcrypto_rejects_a_tampered_envelope(ids):
@@ -81,8 +89,9 @@ def test_jwcrypto_jwe_plus_our_signature_opens_in_our_code(ids):
     """jwcrypto encrypts (General JSON, RSA-OAEP-256 per recipient); alice adds ``sig``; we open."""
     alice, bob = ids["alice"], ids["bob"]
     cek = os.urandom(32)  # jwcrypto wraps the key it is given: the header's kc must commit to it
-    header = vectorlib.header_for(alice, "conv-1", [alice, bob], mid=os.urandom(16), ts=1, ctr=9, cek=cek)
-    token = jwe.JWE(b"encrypted by jwcrypto", protected=json.dumps(header, separators=(",", ":")))
+    header = vectorlib.header_for(alice, "conv-1", [alice, bob], mid=os.urandom(16), cek=cek)
+    plaintext = content.encode(content.Text("encrypted by jwcrypto", ts=1, ctr=9), "pow2")
+    token = jwe.JWE(plaintext, protected=json.dumps(header, separators=(",", ":")))
     token.cek = cek
     for who in (alice, bob):
         token.add_recipient(public_jwk(who.public.wrap_key), header=json.dumps({"kid": who.wrap_kid}))
@@ -90,7 +99,7 @@ def test_jwcrypto_jwe_plus_our_signature_opens_in_our_code(ids):
     doc = {k: doc[k] for k in ("protected", "recipients", "iv", "ciphertext", "tag")}
     vectorlib.resign(doc, alice.sign_private)
     opened = envelope.open(json.dumps(doc).encode(), bob, alice.public.sign_key, conversation="conv-1", sender="alice")
-    assert opened.plaintext == b"encrypted by jwcrypto" and opened.header.ctr == 9
+    assert opened.plaintext == plaintext and (opened.text, opened.ctr) == ("encrypted by jwcrypto", 9)
 
 
 def test_a_jose_library_ignores_sig_and_kc_so_it_gets_confidentiality_only(ids):

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from shared import envelope, l3, membership
+from shared import content, envelope, l3, membership
 from shared.b64 import b64u_encode
 from shared.errors import ChallengeMismatch, NotARecipient
 from shared.membership_chain import Chain, check_audience
@@ -93,7 +93,12 @@ def test_python_verifies_the_node_log_and_opens_its_envelope(node_run, ids):
             data, ids[name], ids["alice"].public.sign_key, conversation=p["conversation"], sender=p["sender"]
         )
         assert opened.text == p["plaintext"]
-        assert opened.header.ctr == 5
+        assert opened.content == content.Reply(
+            p["plaintext"], "AAECAwQFBgcICQoLDA0ODw", ts=p["sent_at"], ctr=5, exp=p["sent_at"] + 86_400_000
+        )
+        assert opened.header.xp == envelope.expiry_hint(p["sent_at"] + 86_400_000) and len(opened.plaintext) == 256
+        reaction = envelope.open(p["reaction"].encode(), ids[name], ids["alice"].public.sign_key)
+        assert reaction.content == content.React("AAECAwQFBgcICQoLDA0ODw", "🎉", True, ts=p["sent_at"], ctr=6)
     with pytest.raises(NotARecipient):
         envelope.open(data, ids["mallory"], ids["alice"].public.sign_key)
 

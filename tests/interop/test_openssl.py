@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives import serialization
 
-from shared import envelope, l3
+from shared import content, envelope, l3
 from shared.b64 import b64u_decode
 from shared.errors import UnwrapFailed
 from tests.helpers.config import require_tool
@@ -81,17 +81,16 @@ def test_openssl_unwraps_the_vector_keys(openssl, tmp_path, ids, vec):
 def test_openssl_unwraps_a_freshly_sealed_key(openssl, tmp_path, ids):
     cek = os.urandom(32)
     data = envelope._seal_with(
-        b"fresh",
+        content.Text("fresh", ts=0, ctr=1),
         ids["alice"],
         "conv-1",
         [ids["bob"].public, ids["carol"].public],
-        counter=1,
         epoch=0,
         head="A" * 43,
         cek=cek,
         iv=os.urandom(12),
         message_id=os.urandom(16),
-        sent_at_ms=0,
+        scheme="padme",
         max_bytes=1 << 18,
         max_recipients=8,
     )
@@ -104,15 +103,14 @@ def test_openssl_unwraps_a_freshly_sealed_key(openssl, tmp_path, ids):
 def test_openssl_wrapped_key_opens_in_our_code(openssl, tmp_path, ids):
     """openssl wraps the CEK for bob; the (re-signed) envelope opens with our open()."""
     cek, iv, mid = os.urandom(32), os.urandom(12), os.urandom(16)
-    doc = vectorlib.build(
-        ids["alice"], [ids["alice"], ids["bob"]], b"wrapped by openssl", cek=cek, iv=iv, mid=mid, ts=1
-    )
+    plaintext = content.encode(content.Text("wrapped by openssl", ts=1, ctr=1))
+    doc = vectorlib.build(ids["alice"], [ids["alice"], ids["bob"]], plaintext, cek=cek, iv=iv, mid=mid)
     pub = write_public(tmp_path, "bob", ids["bob"].public.wrap_key)
     wrapped = pkeyutl(openssl, tmp_path, "-encrypt", "-pubin", "-inkey", str(pub), *OAEP_256_OPTS, data=cek)
     doc["recipients"][1]["encrypted_key"] = vectorlib.b64u(wrapped)
     vectorlib.resign(doc, ids["alice"].sign_private)
     opened = envelope.open(vectorlib.compact_json(doc), ids["bob"], ids["alice"].public.sign_key)
-    assert opened.plaintext == b"wrapped by openssl"
+    assert opened.plaintext == plaintext and opened.text == "wrapped by openssl" and len(plaintext) == 256
 
 
 @pytest.mark.parametrize(
@@ -126,7 +124,7 @@ def test_openssl_wrapped_key_opens_in_our_code(openssl, tmp_path, ids):
 )
 def test_openssl_wrapped_with_other_oaep_parameters_is_unwrap_failed(openssl, tmp_path, ids, opts):
     cek = os.urandom(32)
-    doc = vectorlib.build(ids["alice"], [ids["bob"]], b"x", cek=cek, iv=os.urandom(12), mid=os.urandom(16), ts=1)
+    doc = vectorlib.build(ids["alice"], [ids["bob"]], b"x", cek=cek, iv=os.urandom(12), mid=os.urandom(16))
     pub = write_public(tmp_path, "bob", ids["bob"].public.wrap_key)
     args = ["-pkeyopt", "rsa_padding_mode:oaep"] + [a for o in opts for a in ("-pkeyopt", o)]
     wrapped = pkeyutl(openssl, tmp_path, "-encrypt", "-pubin", "-inkey", str(pub), *args, data=cek)

@@ -139,7 +139,11 @@ export function parseStrict(bytes, field, malformed) {
   const result = value(0);
   ws();
   if (i !== text.length) fail("trailing_data", field, "bytes follow the JSON value");
-  if (duplicate !== null) fail("duplicate_member", field, `member ${duplicate} repeated`);
+  if (duplicate !== null) {
+    const err = new ProtoError("duplicate_member", field, `member ${duplicate} repeated`);
+    err.member = duplicate;
+    throw err;
+  }
   return result;
 }
 

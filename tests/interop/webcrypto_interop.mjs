@@ -15,6 +15,7 @@ import {
   MAX_SAFE, ID_RE, ProtoError, b64uDecode, b64uEncode, checkKid, checkShape, concat, enc, equal, fail, keyId,
   parseStrict, sha256, subtle,
 } from "./wc_common.mjs";
+import { bucket, canonicalContent, decodeContent, encodeContent, expiryHint } from "./wc_content.mjs";
 import {
   Chain, checkAudience, checkContinuity, detectFork, ed25519FromSeed, parseStatement, signStatement,
 } from "./wc_membership.mjs";
@@ -26,9 +27,10 @@ const ENVELOPE = {
 };
 const HEADER = {
   alg: "str", enc: "str", typ: "str", cty: "str", v: "int", mid: "str", cid: "str", snd: "str",
-  skid: "str", ts: "int", ctr: "int", ep: "int", mh: "str", kc: "str", rkids: ["str"],
+  skid: "str", xp: "int", ep: "int", mh: "str", kc: "str", rkids: ["str"],
 };
-const KC_CONTEXT = enc.encode("e2ee-chat/v2/key-commitment");
+const KC_CONTEXT = enc.encode("e2ee-chat/v3/key-commitment");
+const CTY = "application/e2ee-chat+json";
 
 async function keyCommitment(cek) {
   const mac = await subtle.importKey("raw", cek, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
@@ -46,16 +48,20 @@ function parseL4(bytes, maxBytes = 256 * 1024, maxRecipients = 256) {
   if (env.recipients.length > maxRecipients) fail("too_many_recipients", "recipients");
   const headerBytes = b64uDecode(env.protected, "protected");
   const h = parseStrict(headerBytes, "protected", "envelope_malformed");
-  checkShape(h, HEADER, "protected", "envelope_malformed");
+  try {
+    checkShape(h, HEADER, "protected", "envelope_malformed");
+  } catch (err) {  // a v1 or v2 header is refused as that version (§2), whatever its members
+    if (h !== null && typeof h === "object" && (h.v === 1 || h.v === 2)) fail("unsupported_algorithm", "v");
+    throw err;
+  }
   if (h.alg !== "RSA-OAEP-256" || h.enc !== "A256GCM") fail("unsupported_algorithm", "alg");
-  if (h.typ !== "e2ee-chat/msg" || h.v !== 2) fail("unsupported_algorithm", "v");
-  if (h.cty !== "text/plain;charset=utf-8") fail("unsupported_algorithm", "cty");
+  if (h.typ !== "e2ee-chat/msg" || h.v !== 3) fail("unsupported_algorithm", "v");
+  if (h.cty !== CTY) fail("unsupported_algorithm", "cty");
   if (b64uDecode(h.mid, "mid").length !== 16) fail("envelope_malformed", "mid");
   if (!ID_RE.test(h.cid)) fail("envelope_malformed", "cid");
   if (!ID_RE.test(h.snd)) fail("envelope_malformed", "snd");
   checkKid(h.skid, "skid");
-  if (!(h.ts >= 0 && h.ts <= MAX_SAFE)) fail("envelope_malformed", "ts");
-  if (!(h.ctr >= 1 && h.ctr <= MAX_SAFE)) fail("envelope_malformed", "ctr");
+  if (!(h.xp >= 0 && h.xp <= MAX_SAFE && h.xp % 3600000 === 0)) fail("envelope_malformed", "xp");
   if (!(h.ep >= 0 && h.ep <= MAX_SAFE)) fail("envelope_malformed", "ep");
   checkKid(h.mh, "mh");
   checkKid(h.kc, "kc");
@@ -76,7 +82,7 @@ function parseL4(bytes, maxBytes = 256 * 1024, maxRecipients = 256) {
   return { env, h, iv, tag, sig, ciphertext, wrapped };
 }
 
-const signingInput = (env) => enc.encode(["e2ee-chat/v2/sig", env.protected,
+const signingInput = (env) => enc.encode(["e2ee-chat/v3/sig", env.protected,
   env.recipients.map((r) => r.encrypted_key).join(","), env.iv, env.ciphertext, env.tag].join("."));
 
 // me = {wrapKid, wrapPrivate (CryptoKey), modulusBytes}; pinned = {kid, key (CryptoKey)}
@@ -100,20 +106,26 @@ async function openL4(bytes, me, pinned, ctx = {}) {
   if (cek.length !== 32) fail("unwrap_failed", "encrypted_key");
   if (!sameBytes(await keyCommitment(cek), b64uDecode(h.kc, "kc"))) fail("key_commitment_invalid", "kc");
   const aes = await subtle.importKey("raw", cek, "AES-GCM", false, ["decrypt"]);
+  let plaintext;
   try {
-    const pt = await subtle.decrypt({ name: "AES-GCM", iv: p.iv, additionalData: enc.encode(env.protected), tagLength: 128 },
-      aes, concat(p.ciphertext, p.tag));
-    return { plaintext: new Uint8Array(pt), header: h };
+    plaintext = new Uint8Array(await subtle.decrypt(
+      { name: "AES-GCM", iv: p.iv, additionalData: enc.encode(env.protected), tagLength: 128 },
+      aes, concat(p.ciphertext, p.tag)));
   } catch { fail("decryption_failed", "ciphertext"); }
+  const content = decodeContent(plaintext);  // §13: padding stripped, strict
+  if (expiryHint(content.exp) !== h.xp) fail("content_invalid", "exp");
+  return { plaintext, header: h, content };
 }
 
-async function sealL4(plaintext, sender, conversation, recipients, counter, epoch, head) {
+// doc: a content document ({t, ts, ctr, [exp], ...}); the plaintext is its padded canonical JSON.
+async function sealL4(doc, sender, conversation, recipients, epoch, head, scheme = "padme") {
   const cek = crypto.getRandomValues(new Uint8Array(32));
   const iv = crypto.getRandomValues(new Uint8Array(12));
+  const plaintext = encodeContent(doc, scheme);
   const header = {
-    alg: "RSA-OAEP-256", enc: "A256GCM", typ: "e2ee-chat/msg", cty: "text/plain;charset=utf-8", v: 2,
+    alg: "RSA-OAEP-256", enc: "A256GCM", typ: "e2ee-chat/msg", cty: CTY, v: 3,
     mid: b64uEncode(crypto.getRandomValues(new Uint8Array(16))), cid: conversation, snd: sender.username,
-    skid: sender.signKid, ts: Date.now(), ctr: counter, ep: epoch, mh: head, kc: b64uEncode(await keyCommitment(cek)),
+    skid: sender.signKid, xp: expiryHint(doc.exp ?? 0), ep: epoch, mh: head, kc: b64uEncode(await keyCommitment(cek)),
     rkids: recipients.map((r) => r.wrapKid),
   };
   const protectedB64 = b64uEncode(enc.encode(JSON.stringify(header)));
@@ -320,7 +332,9 @@ for (const v of L4.vectors) {
       const opened = await openL4(enc.encode(v.envelope), users[r], pinnedOf(v.sender),
         { conversation: v.conversation, sender: v.sender });
       check(`L4 ${v.name} opened by ${r}`, equal(opened.plaintext, b64uDecode(v.plaintext)) &&
-        new TextDecoder().decode(opened.plaintext) === v.plaintext_utf8 && opened.header.ctr === v.counter);
+        canonicalContent(opened.content) === v.content_json && opened.content.ctr === v.content.ctr &&
+        opened.header.xp === v.xp && opened.plaintext.length === bucket(enc.encode(v.content_json).length, v.scheme),
+        JSON.stringify(opened.content));
     } catch (err) {
       check(`L4 ${v.name} opened by ${r}`, false, `${err.code} ${err.field} ${err.message}`);
     }
@@ -450,9 +464,9 @@ for (const v of MEMBERSHIP.audience) {
     checkAudience(everyOp, parseL4(enc.encode(v.envelope)).h);
     opened = await openL4(enc.encode(v.envelope), users.alice, pinnedOf(v.sender), { conversation: v.conversation });
   });
-  const text = opened ? new TextDecoder().decode(opened.plaintext) : null;
+  const text = opened ? opened.content.body : null;
   check(`membership audience ${v.name} -> ${v.code}`, got.code === v.code && got.field === v.field &&
-    (v.code !== null || text === v.plaintext_utf8), `${got.code} ${got.field}`);
+    (v.code !== null || text === v.body), `${got.code} ${got.field}`);
 }
 
 // Produce a log and messages for the Python side.
@@ -468,11 +482,14 @@ const nodeChain = new Chain("conv-node");
 await nodeChain.extend([created, added], resolve);
 check("own membership log verifies here too", nodeChain.head === added);
 const text = "sealed by WebCrypto ✓ — grüße 👋";
-const l4 = await sealL4(enc.encode(text), users.alice, "conv-node", [users.alice, users.bob, users.carol], 5,
-  added.ep, added.hash);
+const sentAt = Date.now();
+const l4 = await sealL4({ t: "reply", body: text, ref: "AAECAwQFBgcICQoLDA0ODw", ts: sentAt, ctr: 5, exp: sentAt + 86400000 },
+  users.alice, "conv-node", [users.alice, users.bob, users.carol], added.ep, added.hash);
+const reaction = await sealL4({ t: "react", ref: "AAECAwQFBgcICQoLDA0ODw", emoji: "🎉", on: true, ts: sentAt, ctr: 6 },
+  users.alice, "conv-node", [users.alice, users.bob, users.carol], added.ep, added.hash, "pow2");
 checkAudience(nodeChain, parseL4(enc.encode(l4)).h);
 const ownOpen = await openL4(enc.encode(l4), users.carol, pinnedOf("alice"), { conversation: "conv-node", sender: "alice" });
-check("own L4 envelope opens here too", new TextDecoder().decode(ownOpen.plaintext) === text);
+check("own L4 envelope opens here too", ownOpen.content.body === text && ownOpen.plaintext.length === 256);
 const challenge = b64uDecode(challengeText);
 const hs = await startHandshake(relay.wrapPublic, relay.kid, challenge);
 const l3token = await sealL3(hs.session, enc.encode(text), { direction: "c2r", cid: "conv-node", snd: "alice", seq: 1 });
@@ -481,7 +498,8 @@ process.stdout.write(JSON.stringify({
   node: process.version,
   checks,
   produced: {
-    l4: { envelope: l4, plaintext: text, conversation: "conv-node", sender: "alice", recipients: ["alice", "bob", "carol"] },
+    l4: { envelope: l4, plaintext: text, sent_at: sentAt, conversation: "conv-node", sender: "alice",
+      recipients: ["alice", "bob", "carol"], reaction },
     membership: [created.signed, added.signed],
     l3: { handshake: hs.token, token: l3token, plaintext: text, session_id: hs.session.id },
   },

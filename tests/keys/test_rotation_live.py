@@ -9,8 +9,10 @@ import httpx2
 import pytest
 
 from client_tui.core import ChatClient, KeyChanged, LocalDataWarning, RotationNotSaved, keystore
+from client_tui.core.record import now_ms
 from client_tui.widgets import reason_words
 from shared import envelope
+from shared.content import Text
 from tests.helpers.clients import barrier, messages_of
 from tests.helpers.config import FAST_KDF, PASSWORD, passphrase
 from tests.helpers.fsfault import unwritable
@@ -55,11 +57,10 @@ async def test_an_old_signing_keys_new_message_is_never_shown_as_verified(world)
     # the old key, stolen: a message sealed to the current members' keys and signed by it, after the rotation
     head = bob.membership.head(conv)  # bob's update statement: the log binds his new keys
     stolen = envelope.seal(
-        "wire the money",
+        Text("wire the money", ts=now_ms(), ctr=9),
         old,
         conv,
         [alice.identity.public, bob.identity.public],
-        counter=9,
         epoch=head.ep,
         head=head.hash,
     )
@@ -98,11 +99,10 @@ async def test_a_served_retired_key_is_refused_as_a_rollback(world):
     assert c.kids == (bob.identity.wrap_kid, bob.identity.sign_kid) and c.pending is None  # nothing pinned
     head = bob.membership.head(conv)  # bob's update statement: the log binds his new keys
     stolen = envelope.seal(
-        "from the old key",
+        Text("from the old key", ts=now_ms(), ctr=5),
         old,
         conv,
         [alice.identity.public, bob.identity.public],
-        counter=5,
         epoch=head.ep,
         head=head.hash,
     )

@@ -7,8 +7,10 @@ import json
 
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from client_tui.core.record import now_ms
 from shared import envelope, l3
 from shared.b64 import b64u_decode
+from shared.content import Text
 
 CHOSEN = {"cek", "iv", "nonce", "key", "session_key", "message_key"}
 
@@ -39,7 +41,14 @@ def test_every_seal_draws_fresh_key_nonce_and_id(ids):
     seen_iv, seen_mid, seen_ek = set(), set(), set()
     for _ in range(60):
         doc = json.loads(
-            envelope.seal("same text", ids["alice"], "conv-1", [ids["bob"].public], counter=1, epoch=0, head="A" * 43)
+            envelope.seal(
+                Text("same text", ts=now_ms(), ctr=1),
+                ids["alice"],
+                "conv-1",
+                [ids["bob"].public],
+                epoch=0,
+                head="A" * 43,
+            )
         )
         iv = b64u_decode(doc["iv"])
         header = json.loads(b64u_decode(doc["protected"]))
@@ -54,7 +63,9 @@ def test_wrapped_cek_is_32_random_bytes(ids):
     ceks = set()
     for _ in range(20):
         doc = json.loads(
-            envelope.seal("x", ids["alice"], "conv-1", [ids["carol"].public], counter=1, epoch=0, head="A" * 43)
+            envelope.seal(
+                Text("x", ts=now_ms(), ctr=1), ids["alice"], "conv-1", [ids["carol"].public], epoch=0, head="A" * 43
+            )
         )
         cek = ids["carol"].wrap_private.decrypt(b64u_decode(doc["recipients"][0]["encrypted_key"]), envelope._OAEP)
         assert len(cek) == 32

@@ -127,4 +127,4 @@ def test_envelopes_are_checked_against_the_log(vec, ids, resolve):
         return
     assert vec["code"] is None
     opened = envelope.open(parsed, ids["alice"], ids[vec["sender"]].public.sign_key, conversation=vec["conversation"])
-    assert opened.text == vec["plaintext_utf8"]
+    assert opened.text == vec["body"]

@@ -13,8 +13,10 @@ import pytest
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding
 
-from shared import envelope, errors
+from client_tui.core.record import now_ms
+from shared import content, envelope, errors
 from shared.b64 import b64u_decode, b64u_encode
+from shared.content import Text
 from shared.errors import (
     Base64Invalid,
     ConversationMismatch,
@@ -108,7 +110,12 @@ def test_negative_vectors_have_distinct_names_and_known_codes():
 @pytest.fixture
 def sealed(ids) -> bytes:
     return envelope.seal(
-        "tamper me", ids["alice"], "conv-1", [ids["alice"].public, ids["bob"].public], counter=3, epoch=2, head="A" * 43
+        Text("tamper me", ts=now_ms(), ctr=3),
+        ids["alice"],
+        "conv-1",
+        [ids["alice"].public, ids["bob"].public],
+        epoch=2,
+        head="A" * 43,
     )
 
 
@@ -118,15 +125,17 @@ def mutate(data: bytes, fn) -> bytes:
     return vectorlib.compact_json(doc)
 
 
+TAMPER_ME = content.encode(content.Text("tamper me", ts=1, ctr=1))
+
+
 def fresh(ids, **kw) -> dict:
     return vectorlib.build(
         ids["alice"],
         [ids["alice"], ids["bob"]],
-        b"tamper me",
+        TAMPER_ME,
         cek=os.urandom(32),
         iv=os.urandom(12),
         mid=os.urandom(16),
-        ts=1,
         **kw,
     )
 
@@ -146,7 +155,7 @@ def test_other_oaep_parameters_are_unwrap_failed(ids, oaep):
     with pytest.raises(UnwrapFailed) as info:
         open_as(ids, data)
     assert info.value.field == "encrypted_key"
-    assert open_as(ids, data, me="alice").plaintext == b"tamper me"  # alice's entry is fine
+    assert open_as(ids, data, me="alice").text == "tamper me"  # alice's entry is fine
 
 
 @pytest.mark.parametrize("n", [0, 4, 15])
@@ -208,7 +217,12 @@ def test_duplicated_recipient_key_id(ids, sealed):
         open_as(ids, mutate(sealed, dup))
     with pytest.raises(DuplicateRecipient):
         envelope.seal(
-            "x", ids["alice"], "conv-1", [ids["bob"].public, ids["bob"].public], counter=1, epoch=0, head="A" * 43
+            Text("x", ts=now_ms(), ctr=1),
+            ids["alice"],
+            "conv-1",
+            [ids["bob"].public, ids["bob"].public],
+            epoch=0,
+            head="A" * 43,
         )
 
 

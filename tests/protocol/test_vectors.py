@@ -15,7 +15,7 @@ import json
 import pytest
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from shared import envelope, keys
+from shared import content, envelope, keys
 from shared.b64 import b64u_decode
 from tests.vectors import vectorlib
 
@@ -36,15 +36,21 @@ def test_every_recipient_opens_the_vector(ids, vec):
             data, ids[name], ids[vec["sender"]].public.sign_key, conversation=vec["conversation"], sender=vec["sender"]
         )
         assert opened.plaintext == b64u_decode(vec["plaintext"])
-        assert opened.text == vec["plaintext_utf8"]
-        h = opened.header
-        assert (h.cid, h.snd, h.ctr, h.ts, h.mid) == (
-            vec["conversation"],
-            vec["sender"],
-            vec["counter"],
-            vec["sent_at_ms"],
-            vec["mid"],
+        assert (
+            len(opened.plaintext)
+            == vec["plaintext_bytes"]
+            == content.bucket(len(vec["content_json"].encode()), vec["scheme"])
         )
+        assert opened.plaintext == vec["content_json"].encode().ljust(vec["plaintext_bytes"], b" ")
+        assert json.loads(content.canonical(opened.content)) == vec["content"]
+        assert (opened.content.kind, opened.ts, opened.ctr) == (
+            vec["content"]["t"],
+            vec["content"]["ts"],
+            vec["content"]["ctr"],
+        )
+        h = opened.header
+        assert (h.cid, h.snd, h.mid, h.xp) == (vec["conversation"], vec["sender"], vec["mid"], vec["xp"])
+        assert h.xp == envelope.expiry_hint(vec["content"].get("exp", 0))
         assert h.skid == ids[vec["sender"]].sign_kid
         assert h.rkids == [ids[r].wrap_kid for r in vec["recipients"]]
         assert (h.ep, h.mh, h.kc) == (vec["epoch"], vec["mh"], vec["kc"])
@@ -54,17 +60,16 @@ def test_every_recipient_opens_the_vector(ids, vec):
 def test_deterministic_parts_are_reproduced_by_seal(ids, vec):
     """``_seal_with`` (the test-only seam) with the vector's inputs gives the same bytes."""
     data = envelope._seal_with(
-        b64u_decode(vec["plaintext"]),
+        content.decode(b64u_decode(vec["plaintext"])),
         ids[vec["sender"]],
         vec["conversation"],
         [ids[r].public for r in vec["recipients"]],
-        counter=vec["counter"],
         epoch=vec["epoch"],
         head=vec["mh"],
         cek=b64u_decode(vec["cek"]),
         iv=b64u_decode(vec["iv"]),
         message_id=b64u_decode(vec["mid"]),
-        sent_at_ms=vec["sent_at_ms"],
+        scheme=vec["scheme"],
         max_bytes=envelope.DEFAULT_MAX_ENVELOPE_BYTES,
         max_recipients=envelope.DEFAULT_MAX_RECIPIENTS,
     )
@@ -87,8 +92,8 @@ def test_content_encryption_by_the_document(vec):
 
 @pytest.mark.parametrize("vec", **by_name(L4["vectors"]))
 def test_key_commitment_is_hmac_sha256_of_the_cek(vec):
-    """kc = HMAC-SHA-256(key = CEK, "e2ee-chat/v2/key-commitment"), in the protected header."""
-    assert L4["key_commitment_context"] == "e2ee-chat/v2/key-commitment"
+    """kc = HMAC-SHA-256(key = CEK, "e2ee-chat/v3/key-commitment"), in the protected header."""
+    assert L4["key_commitment_context"] == "e2ee-chat/v3/key-commitment"
     kc = hmac.new(b64u_decode(vec["cek"]), L4["key_commitment_context"].encode(), hashlib.sha256).digest()
     assert vectorlib.b64u(kc) == vec["kc"] == json.loads(vec["protected_header_json"])["kc"]
 
@@ -108,8 +113,8 @@ def test_signature_is_ed25519_over_the_documented_input(ids, vec):
     doc = json.loads(vec["envelope"])
     signing_input = vectorlib.signing_input(doc)
     assert hashlib.sha256(signing_input).hexdigest() == vec["signing_input_sha256"]
-    assert L4["signing_context"] == "e2ee-chat/v2/sig"
-    assert signing_input.startswith(b"e2ee-chat/v2/sig." + doc["protected"].encode() + b".")
+    assert L4["signing_context"] == "e2ee-chat/v3/sig"
+    assert signing_input.startswith(b"e2ee-chat/v3/sig." + doc["protected"].encode() + b".")
     sender = ids[vec["sender"]]
     sender.public.sign_key.verify(b64u_decode(doc["sig"]), signing_input)
     # Ed25519 is deterministic (RFC 8032): the same key over the same input gives the same bytes.
@@ -132,8 +137,7 @@ def test_vector_envelopes_are_the_compact_form_our_encoder_writes():
             "cid",
             "snd",
             "skid",
-            "ts",
-            "ctr",
+            "xp",
             "ep",
             "mh",
             "kc",

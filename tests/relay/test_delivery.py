@@ -10,7 +10,9 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 
 from client_tui.core import ClientError
+from client_tui.core.record import now_ms
 from shared import envelope
+from shared.content import Text
 from tests.helpers.clients import next_message
 from tests.helpers.relays import db_count, start_relay
 from tests.helpers.ws import open_ws, recv_type, send_frame
@@ -25,7 +27,9 @@ async def group(make_client, *names: str):
 def sealed(client, conv: str, text: str, people, counter: int = 1) -> bytes:
     """An envelope from ``client`` to ``people``, sealed to the newest epoch the client verified."""
     head = client.membership.head(conv)
-    return envelope.seal(text, client.identity, conv, people, counter=counter, epoch=head.ep, head=head.hash)
+    return envelope.seal(
+        Text(text, ts=now_ms(), ctr=counter), client.identity, conv, people, epoch=head.ep, head=head.hash
+    )
 
 
 async def test_missing_and_extra_wrapped_keys_are_answered_with_lists(make_client, relay):
@@ -285,7 +289,7 @@ async def test_retry_after_a_membership_change_gets_the_original_ack(make_client
     again = await recv_type(ws, "stored")
     assert (again["seq"], again["duplicate"]) == (first["seq"], True)
     stale = envelope.seal(
-        "new one", alice.identity, conv, people, counter=2, epoch=0, head=envelope.parse(env).header.mh
+        Text("new one", ts=now_ms(), ctr=2), alice.identity, conv, people, epoch=0, head=envelope.parse(env).header.mh
     )
     await ws.send(send_frame(conv, stale))  # a new message must be sealed to the new epoch
     err = await recv_type(ws, "error")

@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from client_tui.core.record import now_ms
 from shared import envelope, membership
 from shared.b64 import b64u_encode
+from shared.content import Text
 from shared.keys import Identity
 from shared.membership import member_of
 from tests.helpers.asgi import bearer, http, register, running
@@ -156,7 +158,7 @@ async def test_sends_are_checked_against_the_head_epoch_and_its_member_order(rel
 
     def sealed(to, ep, head, ctr=1):
         return envelope.seal(
-            "hi", ids["alice"], "conv-f", [ids[n].public for n in to], counter=ctr, epoch=ep, head=head
+            Text("hi", ts=now_ms(), ctr=ctr), ids["alice"], "conv-f", [ids[n].public for n in to], epoch=ep, head=head
         )
 
     r = await c.post(url, content=sealed(["alice", "bob"], 0, st0.hash), headers=headers)
@@ -187,7 +189,12 @@ async def test_a_conversation_from_before_the_log_is_read_only(relay):
     refound = membership.create(ids["alice"], "old", "old", m(ids, "alice", "bob"))
     assert code(await post(c, logins["alice"], refound)) == (409, "conflict", "cid")  # not re-founded
     data = envelope.seal(
-        "hi", ids["alice"], "old", [ids[n].public for n in ("alice", "bob")], counter=1, epoch=0, head=refound.hash
+        Text("hi", ts=now_ms(), ctr=1),
+        ids["alice"],
+        "old",
+        [ids[n].public for n in ("alice", "bob")],
+        epoch=0,
+        head=refound.hash,
     )
     r = await c.post(
         "/v1/conversations/old/messages",

@@ -19,8 +19,10 @@ import pytest
 import redis.asyncio as aioredis
 
 from bench.tools.relayproc import free_port
+from client_tui.core.record import now_ms
 from server.broker import Note, note_key, seal_note
 from server.migrate import upgrade
+from shared.content import Text
 from tests.helpers.asgi import account, bearer, http, new_conversation, running
 from tests.helpers.config import FAST_RELAY_ENV, PASSWORD
 from tests.helpers.relays import start_relay
@@ -114,7 +116,12 @@ async def send(
 
     cid, head = conversation
     env = envelope.seal(
-        text, identities["alice"], cid, [identities[m].public for m in members], counter=1, epoch=0, head=head
+        Text(text, ts=now_ms(), ctr=1),
+        identities["alice"],
+        cid,
+        [identities[m].public for m in members],
+        epoch=0,
+        head=head,
     )
     r = await c.post(
         f"/v1/conversations/{cid}/messages",
@@ -214,11 +221,10 @@ async def test_a_2_s_external_sqlite_write_lock_leaves_pings_answered_within_100
     ws = await open_ws(relay, login["token"])
     await recv_type(ws, "ready")
     env = envelope.seal(
-        "while locked",
+        Text("while locked", ts=now_ms(), ctr=1),
         identities["alice"],
         cid,
         [identities["alice"].public, identities["bob"].public],
-        counter=1,
         epoch=0,
         head=head,
     )

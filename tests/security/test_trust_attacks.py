@@ -11,7 +11,9 @@ import msgspec
 import pytest
 
 from client_tui.core import membership_ops
+from client_tui.core.record import now_ms
 from shared import envelope, frames, membership
+from shared.content import Text
 from shared.errors import E2EEError, MembershipFork, MembershipWithheld
 from shared.keys import Identity
 from tests.helpers.clients import messages_of
@@ -90,7 +92,9 @@ async def test_an_epoch_claimed_by_an_envelope_no_member_signed_is_forgotten_at_
     alice = people["alice"]
     head = alice.membership.head(conv)
     as_bob = Identity("bob", identities["mallory"].wrap_private, identities["mallory"].sign_private)
-    forged = envelope.seal("no", as_bob, conv, [alice.identity.public], counter=1, epoch=7, head=head.hash)
+    forged = envelope.seal(
+        Text("no", ts=now_ms(), ctr=1), as_bob, conv, [alice.identity.public], epoch=7, head=head.hash
+    )
     await alice._on_event(frames.Message(1, conv, "bob", msgspec.Raw(forged)))
     with pytest.raises(MembershipWithheld):  # this session: an epoch 7 may exist
         await alice.recipients_for(conv)
@@ -245,11 +249,10 @@ async def test_a_forked_log_that_contradicts_the_sealed_head_is_never_sealed_to(
         await again.recipients_for(conv)
     assert again.membership._heads[conv] == {"ep": real.ep, "hash": real.hash}  # the fork is not remembered
     data = envelope.seal(
-        "from the fork",
+        Text("from the fork", ts=now_ms(), ctr=1),
         mallory.identity,
         conv,
         [c.identity.public for c in (alice, bob, mallory)],
-        counter=1,
         epoch=fork[-1].ep,
         head=fork[-1].hash,
     )

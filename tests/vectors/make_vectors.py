@@ -40,7 +40,7 @@ from vectorlib import (
     unb64u,
 )
 
-from shared import envelope, keys
+from shared import content, envelope, keys
 from shared.keys import Identity
 
 S = serialization
@@ -188,40 +188,75 @@ def safety_vectors(ids: dict[str, Identity]) -> dict:
 
 
 # -- L4 ----------------------------------------------------------------------------------------
-L4_CASES = [
-    # name, sender, recipients, conversation, counter, epoch, plaintext
-    ("two_recipients_text", "alice", ["alice", "bob"], "conv-1", 1, 0, "hello, bob ✉️".encode()),
-    ("empty_plaintext", "alice", ["bob"], "conv-1", 2, 3, b""),
+REF = b64u(det("ref/mid", 16))
+ATT = content.AttachmentRef(
+    id="blob-" + b64u(det("att/id", 16)),
+    key=b64u(det("att/key", 32)),
+    name="Lisbon 🌅.jpg",
+    type="image/jpeg",
+    size=10_485_760,
+    sha256=b64u(det("att/sha256", 32)),
+    chunk=65_536,
+)
+L4_CASES: list[tuple[str, str, list[str], str, int, content.Content, content.Scheme]] = [
+    # name, sender, recipients, conversation, epoch, content document, padding scheme
     (
-        "three_recipients_mixed_key_sizes",
+        "two_recipients_text",
+        "alice",
+        ["alice", "bob"],
+        "conv-1",
+        0,
+        content.Text("hello, bob ✉️", ts=TS, ctr=1),
+        "padme",
+    ),
+    ("reaction", "alice", ["bob"], "conv-1", 3, content.React(REF, "👍🏽", True, ts=TS, ctr=2), "padme"),
+    (
+        "three_recipients_mixed_key_sizes_reply",
         "carol",
         ["alice", "bob", "carol"],
         "Zm9vYmFyYmF6cXV4cXV1eA",
-        7,
         12,
-        "Grüße, 你好, مرحبا, 👋🏽 — ok".encode(),
+        content.Reply("Grüße, 你好, مرحبا, 👋🏽 — ok", REF, ts=TS, ctr=7),
+        "padme",
     ),
-    ("one_kib", "bob", ["alice", "bob"], "conv-2", 42, 9_007_199_254_740_991, (b"0123456789abcdef" * 64)),
+    (
+        "attachment_expiring_pow2",
+        "bob",
+        ["alice", "bob"],
+        "conv-2",
+        5,
+        content.Attachment(ATT, "the view", ts=TS, ctr=8, exp=TS + 90 * 60_000),
+        "pow2",
+    ),
+    (
+        "one_kib",
+        "bob",
+        ["alice", "bob"],
+        "conv-2",
+        9_007_199_254_740_991,
+        content.Text("0123456789abcdef" * 64, ts=TS, ctr=42),
+        "padme",
+    ),
 ]
 
 
 def l4_vectors(ids: dict[str, Identity]) -> dict:
     out = []
-    for name, snd, rcpts, cid, ctr, ep, plaintext in L4_CASES:
+    for name, snd, rcpts, cid, ep, doc_in, scheme in L4_CASES:
         cek, iv, mid = det(f"{name}/cek", 32), det(f"{name}/iv", 12), det(f"{name}/mid", 16)
         mh = b64u(det(f"{name}/mh", 32))
+        plaintext = content.encode(doc_in, scheme)
         data = envelope._seal_with(
-            plaintext,
+            doc_in,
             ids[snd],
             cid,
             [ids[r].public for r in rcpts],
-            counter=ctr,
             epoch=ep,
             head=mh,
             cek=cek,
             iv=iv,
             message_id=mid,
-            sent_at_ms=TS,
+            scheme=scheme,
             max_bytes=envelope.DEFAULT_MAX_ENVELOPE_BYTES,
             max_recipients=envelope.DEFAULT_MAX_RECIPIENTS,
         )
@@ -233,13 +268,15 @@ def l4_vectors(ids: dict[str, Identity]) -> dict:
                 "sender": snd,
                 "recipients": rcpts,
                 "conversation": cid,
-                "counter": ctr,
                 "epoch": ep,
                 "mh": mh,
                 "kc": key_commitment(cek),
-                "sent_at_ms": TS,
+                "xp": envelope.expiry_hint(doc_in.exp),
+                "content": json.loads(content.canonical(doc_in)),
+                "content_json": content.canonical(doc_in).decode(),
+                "scheme": scheme,
+                "plaintext_bytes": len(plaintext),
                 "plaintext": b64u(plaintext),
-                "plaintext_utf8": plaintext.decode("utf-8"),
                 "cek": b64u(cek),
                 "iv": b64u(iv),
                 "mid": b64u(mid),
@@ -256,19 +293,21 @@ def l4_vectors(ids: dict[str, Identity]) -> dict:
         "about": "Positive L4 vectors. protected, iv, ciphertext and tag are deterministic from the "
         "inputs; encrypted_key (RSA-OAEP) is random, so check it by unwrapping to cek; sig "
         "(Ed25519) is deterministic over the envelope's signing input; kc = HMAC-SHA-256(cek, "
-        "key_commitment_context). ep and mh are opaque here (membership.json checks them).",
-        "signing_context": "e2ee-chat/v2/sig",
-        "key_commitment_context": "e2ee-chat/v2/key-commitment",
+        "key_commitment_context). ep and mh are opaque here (membership.json checks them). The "
+        "plaintext is content_json padded with spaces to plaintext_bytes (the scheme's bucket); "
+        "xp is content.exp rounded up to the hour (0 when none).",
+        "signing_context": "e2ee-chat/v3/sig",
+        "key_commitment_context": "e2ee-chat/v3/key-commitment",
         "vectors": out,
     }
 
 
 def l4_negative(ids: dict[str, Identity]) -> dict:
     alice, bob, carol, mallory = (ids[n] for n in ("alice", "bob", "carol", "mallory"))
-    pt = b"meet at noon"
+    pt = content.encode(content.Text("meet at noon", ts=TS, ctr=1))
     cek, iv, mid = det("neg/cek", 32), det("neg/iv", 12), det("neg/mid", 16)
     rcpts = [alice, bob]
-    base_kw = {"cek": cek, "iv": iv, "mid": mid, "ts": TS, "conversation": "conv-1"}
+    base_kw = {"cek": cek, "iv": iv, "mid": mid, "conversation": "conv-1"}
 
     def base() -> dict:
         return build(alice, rcpts, pt, **base_kw)
@@ -647,7 +686,7 @@ def l4_negative(ids: dict[str, Identity]) -> dict:
         "trailing_data",
         "envelope",
     )
-    hb = compact_json(header_for(alice, "conv-1", rcpts, mid=mid, ts=TS, ctr=1, cek=cek))
+    hb = compact_json(header_for(alice, "conv-1", rcpts, mid=mid, cek=cek))
     add(
         "trailing_garbage_in_header",
         "bytes after the protected header's JSON; sender-signed",
@@ -656,7 +695,7 @@ def l4_negative(ids: dict[str, Identity]) -> dict:
         "trailing_data",
         "protected",
     )
-    other = build(alice, rcpts, b"meet at midnight", **base_kw)
+    other = build(alice, rcpts, content.encode(content.Text("meet at midnight", ts=TS, ctr=1)), **base_kw)
     dup = compact_json(good)[:-1] + b',"ciphertext":"' + other["ciphertext"].encode() + b'"}'
     add("duplicate_member", "a second 'ciphertext' member", dup, "DuplicateMember", "duplicate_member", "envelope")
     hdup = hb[:-1] + b',"cid":"conv-2"}'
@@ -692,14 +731,109 @@ def l4_negative(ids: dict[str, Identity]) -> dict:
         "unsupported_algorithm",
         "v",
     )
-    v1 = {k: v for k, v in json.loads(unb64u(good["protected"])).items() if k not in ("ep", "mh", "kc")}
+    v3 = json.loads(unb64u(good["protected"]))
+    v1 = {k: v for k, v in v3.items() if k not in ("ep", "mh", "kc", "xp")} | {"ts": TS, "ctr": 1}
     add(
         "version_1_header",
-        "a whole v1 header (no ep, mh, kc; v 1); sender-signed",
-        build(alice, rcpts, pt, header=v1 | {"v": 1}, **base_kw),
+        "a whole v1 header (ts, ctr; no ep, mh, kc; v 1); sender-signed",
+        build(alice, rcpts, b"meet at noon", header=v1 | {"v": 1, "cty": "text/plain;charset=utf-8"}, **base_kw),
+        "UnsupportedAlgorithm",
+        "unsupported_algorithm",
+        "v",
+    )
+    v2 = {k: v for k, v in v3.items() if k != "xp"} | {"ts": TS, "ctr": 1, "v": 2, "cty": "text/plain;charset=utf-8"}
+    add(
+        "version_2_header",
+        "a whole v2 header (ts and ctr readable, cty text/plain, v 2; text plaintext); sender-signed",
+        build(alice, rcpts, b"meet at noon", header=v2, **base_kw),
+        "UnsupportedAlgorithm",
+        "unsupported_algorithm",
+        "v",
+    )
+    add(
+        "version_2_in_v3_header",
+        "v 2 in an otherwise v3 header; sender-signed",
+        header_edit(lambda h: h.__setitem__("v", 2)),
+        "UnsupportedAlgorithm",
+        "unsupported_algorithm",
+        "v",
+    )
+    add(
+        "cty_text_plain",
+        "cty text/plain;charset=utf-8 (v2's) in a v3 header; sender-signed",
+        header_edit(lambda h: h.__setitem__("cty", "text/plain;charset=utf-8")),
+        "UnsupportedAlgorithm",
+        "unsupported_algorithm",
+        "cty",
+    )
+    add(
+        "ts_in_header",
+        "a readable ts in the v3 header (an unknown member); sender-signed",
+        header_edit(lambda h: h.__setitem__("ts", TS)),
         "EnvelopeMalformed",
         "envelope_malformed",
         "protected",
+    )
+    add(
+        "xp_not_an_hour",
+        "xp not a whole hour in ms; sender-signed",
+        header_edit(lambda h: h.__setitem__("xp", 3_600_001)),
+        "EnvelopeMalformed",
+        "envelope_malformed",
+        "xp",
+    )
+    add(
+        "xp_negative",
+        "xp -3600000; sender-signed",
+        header_edit(lambda h: h.__setitem__("xp", -3_600_000)),
+        "EnvelopeMalformed",
+        "envelope_malformed",
+        "xp",
+    )
+
+    # -- the content document (decrypts, then refused: docs/PROTOCOL.md §13)
+    def content_case(name: str, about: str, plaintext: bytes, field: str, xp: int = 0) -> None:
+        h = json.loads(unb64u(good["protected"])) | {"xp": xp}
+        add(
+            name,
+            about + "; sender-signed",
+            build(alice, rcpts, plaintext, header=h, **base_kw),
+            "ContentInvalid",
+            "content_invalid",
+            field,
+        )
+
+    padded = content.encode(content.Text("meet at noon", ts=TS, ctr=1))
+    canon = padded.rstrip(b" ")
+    content_case("content_text_plain", "the plaintext is bare text (a v2 plaintext)", b"meet at noon", "content")
+    content_case("content_nul_padding", "the document padded with NUL bytes", canon + b"\0" * 40, "content")
+    content_case("content_newline_padding", "a newline before the padding spaces", canon + b"\n" + b" " * 39, "content")
+    content_case("content_unknown_kind", "t is poll", canon.replace(b'"text"', b'"poll"'), "t")
+    content_case("content_unknown_member", "an extra member html", canon[:-1] + b',"html":"<b>"}', "html")
+    content_case("content_repeated_member", "body appears twice", canon[:-1] + b',"body":"at midnight"}', "body")
+    content_case("content_no_ctr", "the document has no ctr", canon.replace(b'"ctr":1,', b""), "ctr")
+    content_case("content_ctr_zero", "ctr 0", canon.replace(b'"ctr":1', b'"ctr":0'), "ctr")
+    content_case("content_ts_string", "ts a string", canon.replace(b'"ts":%d' % TS, b'"ts":"%d"' % TS), "ts")
+    content_case(
+        "content_ref_short",
+        "a reply whose ref is 21 characters",
+        b'{"body":"yes","ctr":1,"ref":"' + REF[:-1].encode() + b'","t":"reply","ts":1}',
+        "ref",
+    )
+    content_case(
+        "content_att_key_short",
+        "an attachment whose key is 16 bytes",
+        content.canonical(content.Attachment(ATT, "", ts=TS, ctr=1)).replace(ATT.key.encode(), REF.encode()),
+        "att.key",
+    )
+    expiring = content.encode(content.Text("gone soon", ts=TS, ctr=1, exp=TS + 60_000))
+    content_case("content_exp_without_xp", "the document expires but the header's xp is 0", expiring, "exp")
+    content_case(
+        "content_xp_without_exp",
+        "xp set in the header, no exp in the document",
+        padded,
+        "exp",
+        xp=envelope.expiry_hint(TS + 60_000),
     )
     # -- v2 members: epoch, membership hash, key commitment
     add(

@@ -13,7 +13,7 @@ import json
 
 from vectorlib import NOTICE, TS, b64u, det, key_pool, unb64u
 
-from shared import envelope, membership
+from shared import content, envelope, membership
 from shared.keys import Identity
 from shared.membership import Member, member_of
 
@@ -336,17 +336,16 @@ def audience_vectors(ids: dict[str, Identity], chain: list[membership.Statement]
     ) -> None:
         st = chain[min(ep, len(chain) - 1)]
         data = envelope._seal_with(
-            f"sealed to epoch {ep}".encode(),
+            content.Text(f"sealed to epoch {ep}", ts=TS, ctr=ep + 1),
             sender,
             st.cid,
             [r.public for r in to],
-            counter=ep + 1,
             epoch=ep,
             head=mh or st.hash,
             cek=det(f"aud/{name}/cek", 32),
             iv=det(f"aud/{name}/iv", 12),
             message_id=det(f"aud/{name}/mid", 16),
-            sent_at_ms=TS,
+            scheme="padme",
             max_bytes=1 << 18,
             max_recipients=256,
         )
@@ -357,7 +356,7 @@ def audience_vectors(ids: dict[str, Identity], chain: list[membership.Statement]
                 "sender": sender.username,
                 "conversation": st.cid,
                 "envelope": data.decode(),
-                "plaintext_utf8": f"sealed to epoch {ep}",
+                "body": f"sealed to epoch {ep}",
                 "code": code,
                 "field": field,
             }

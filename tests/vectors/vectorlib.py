@@ -25,8 +25,8 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from shared.keys import Identity
 
 VECTORS_DIR = Path(__file__).resolve().parent
-SIG_CONTEXT = "e2ee-chat/v2/sig"
-KC_CONTEXT = b"e2ee-chat/v2/key-commitment"
+SIG_CONTEXT = "e2ee-chat/v3/sig"
+KC_CONTEXT = b"e2ee-chat/v3/key-commitment"
 TS = 1_767_225_600_000  # 2026-01-01T00:00:00Z in ms
 NOTICE = "PUBLIC TEST KEYS AND VECTORS for e2ee-chat (docs/PROTOCOL.md). Never use these keys for anything else."
 OAEP_256 = padding.OAEP(mgf=padding.MGF1(hashes.SHA256()), algorithm=hashes.SHA256(), label=None)
@@ -114,7 +114,7 @@ def resign(doc: dict, signer: ed25519.Ed25519PrivateKey) -> dict:
 
 
 def key_commitment(cek: bytes) -> str:
-    """``kc``: b64url HMAC-SHA-256(key = CEK, "e2ee-chat/v2/key-commitment")."""
+    """``kc``: b64url HMAC-SHA-256(key = CEK, "e2ee-chat/v3/key-commitment")."""
     mac = hmac.HMAC(cek, hashes.SHA256())
     mac.update(KC_CONTEXT)
     return b64u(mac.finalize())
@@ -126,9 +126,8 @@ def header_for(
     recipients: Sequence[Identity],
     *,
     mid: bytes,
-    ts: int,
-    ctr: int,
     cek: bytes,
+    xp: int = 0,
     ep: int = 1,
     mh: str = "M" * 42 + "A",
 ) -> dict:
@@ -137,14 +136,13 @@ def header_for(
         "alg": "RSA-OAEP-256",
         "enc": "A256GCM",
         "typ": "e2ee-chat/msg",
-        "cty": "text/plain;charset=utf-8",
-        "v": 2,
+        "cty": "application/e2ee-chat+json",
+        "v": 3,
         "mid": b64u(mid),
         "cid": conversation,
         "snd": sender.username,
         "skid": sender.sign_kid,
-        "ts": ts,
-        "ctr": ctr,
+        "xp": xp,
         "ep": ep,
         "mh": mh,
         "kc": key_commitment(cek),
@@ -163,8 +161,7 @@ def build(
     cek: bytes,
     iv: bytes,
     mid: bytes,
-    ts: int,
-    ctr: int = 1,
+    xp: int = 0,
     ep: int = 1,
     mh: str = "M" * 42 + "A",
     oaep: dict[str, padding.OAEP] | None = None,
@@ -184,7 +181,7 @@ def build(
         The envelope as a dict (serialize with :func:`compact_json`).
     """
     if header_bytes is None:
-        header = header or header_for(sender, conversation, recipients, mid=mid, ts=ts, ctr=ctr, cek=cek, ep=ep, mh=mh)
+        header = header or header_for(sender, conversation, recipients, mid=mid, cek=cek, xp=xp, ep=ep, mh=mh)
         header_bytes = compact_json(header)
     protected = b64u(header_bytes)
     sealed = AESGCM(cek).encrypt(iv, plaintext, aad if aad is not None else protected.encode("ascii"))
