@@ -114,3 +114,37 @@ async def test_an_envelope_past_its_expiry_hint_is_neither_synced_nor_kept_thoug
         await carol.close()
     finally:
         relay.stop()
+
+
+async def test_a_message_under_a_timer_is_stored_with_its_envelopes_expiry_hint(tmp_path, make_client):
+    """The relay keeps the readable ``xp`` of each envelope (the document's ``exp`` rounded up to
+    the hour) and nothing for a message written without a timer."""
+    import json
+
+    from shared import envelope
+    from shared.b64 import b64u_decode
+
+    relay = start_relay_here(tmp_path)
+    try:
+        alice, bob = await make_client("alice", url=relay.url), await make_client("bob", url=relay.url)
+        conv = await alice.create_conversation("ab", ["bob"])
+        await alice.connect()
+        plain = await alice.send_text(conv, "kept")
+        await alice.messaging.set_timer(conv, 3600, wait=True)
+        timed = await alice.messaging.send(conv, "gone in an hour", wait=True)
+        stored = dict(rows(relay, "SELECT seq, expires_at_ms FROM messages"))
+        env = json.loads(rows(relay, f"SELECT envelope FROM messages WHERE seq = {timed.seq}")[0][0])
+        header = json.loads(b64u_decode(env["protected"]))
+        assert stored[plain.seq] == 0
+        assert stored[timed.seq] == header["xp"] == envelope.expiry_hint(timed.content.exp) > 0
+        assert timed.content.exp - timed.ts == 3_600_000
+        await alice.close()
+        await bob.close()
+    finally:
+        relay.stop()
+
+
+def start_relay_here(tmp_path):
+    from tests.helpers.relays import start_relay
+
+    return start_relay(tmp_path / "retention", env={"E2EE_RETENTION_INTERVAL_S": "0.2"})
