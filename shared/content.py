@@ -7,7 +7,8 @@ relay (which sees only the ciphertext's length) cannot tell a reaction or an edi
 
 Every document carries ``ts`` (sender's clock, Unix ms, 0..2**53-1), ``ctr`` (the sender's
 counter in the conversation, 1..2**53-1; they moved here from the readable header in envelope v3)
-and optionally ``exp`` (expires-at, Unix ms, 1..2**53-1; absent or 0 = never). The kinds
+and optionally ``exp`` (expires-at, Unix ms, 1..2**53-1; absent or 0 = never) and ``kth`` (the
+newest key transparency head the sender verified, :class:`KtHead`: gossip, PROTOCOL.md §14.5). The kinds
 (``t``; ``ref`` is a message id: canonical base64url of 16 bytes, 22 characters, as ``mid``):
 
 ========== ===================================== ==========================================
@@ -47,7 +48,8 @@ import msgspec
 
 from .attachment import MAX_CHUNK, MIN_CHUNK
 from .b64 import b64u_decode
-from .errors import Base64Invalid, ContentInvalid, ContentTooLarge, E2EEError
+from .errors import Base64Invalid, ContentInvalid, ContentTooLarge, E2EEError, TreeHeadInvalid
+from .kt import TreeHead
 from .strictjson import MAX_SAFE_INTEGER, check_id, check_kid
 
 __all__ = [
@@ -63,6 +65,7 @@ __all__ = [
     "SCHEMES",
     "DEFAULT_SCHEME",
     "Scheme",
+    "KtHead",
     "Document",
     "Text",
     "Reply",
@@ -108,6 +111,31 @@ _PATH_RE = re.compile(r"`\$((?:\.[A-Za-z0-9_]+)*)`")
 _NAMED_RE = re.compile(r"field `([A-Za-z0-9_]+)`")
 
 
+class KtHead(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+    """A signed key transparency tree head (``shared.kt.TreeHead``'s JSON: ``tree_size``,
+    ``root_hash`` b64url 32 bytes, ``timestamp`` ms, ``signature`` b64url 64 bytes) that the sender
+    verified, carried inside the ciphertext so the relay can neither read nor strip it (gossip)."""
+
+    tree_size: int
+    root_hash: str
+    timestamp: int
+    signature: str
+
+    @classmethod
+    def of(cls, head: TreeHead) -> KtHead:
+        """The member for ``head``."""
+        doc = head.to_json()
+        return cls(doc["tree_size"], doc["root_hash"], doc["timestamp"], doc["signature"])
+
+    def head(self) -> TreeHead:
+        """The signed head it carries (its signature is the receiver's to check).
+
+        Raises:
+            TreeHeadInvalid: malformed.
+        """
+        return TreeHead.from_json(msgspec.structs.asdict(self))
+
+
 class Document(
     msgspec.Struct, tag_field="t", forbid_unknown_fields=True, frozen=True, kw_only=True, omit_defaults=True
 ):
@@ -118,6 +146,7 @@ class Document(
     ts: int
     ctr: int
     exp: int = 0
+    kth: KtHead | None = None  # omitted from the JSON when None
 
     @property
     def kind(self) -> str:
@@ -302,6 +331,11 @@ def check(doc: Content) -> Content:
     _int(doc.ts, 0, "ts")
     _int(doc.ctr, 1, "ctr")
     _int(doc.exp, 0, "exp")
+    if doc.kth is not None:
+        try:
+            doc.kth.head()
+        except TreeHeadInvalid as exc:
+            raise _bad(exc.message, f"kth.{exc.field}") from None
     ref = getattr(doc, "ref", None)
     if ref is not None:
         if len(ref) != MESSAGE_ID_CHARS:
