@@ -1,8 +1,8 @@
 """``e2ee-demo``: a relay, three users, a group chat, then proof the relay holds only ciphertext.
 
 Starts a relay on a free 127.0.0.1 port with a fresh data folder, registers alice, bob and carol,
-creates a group, exchanges messages (unicode included), prints what each client decrypted and
-what the relay stored for one message, then searches the relay's SQLite file (with -wal) and log
+creates a group, exchanges messages (unicode included) and a file, prints what each client
+decrypted and what the relay stored for one message, then searches the relay's SQLite file (with -wal) and log
 for every plaintext sent (as UTF-8, base64, base64url and hex). Exit status 1 if anything is found.
 
 Then it runs the same chat through a level-3 relay (TLS-like session keys between each client and
@@ -36,6 +36,9 @@ SCRIPT = [
     ("alice", "Thanks both. Meeting at 10:30 ☕ — bring the 2FA codes."),
 ]
 USERS = ("alice", "bob", "carol")
+FILE_NAME = "launch-plan.txt"
+FILE_LINE = "Launch plan: go/no-go on Friday 09:00, budget 48k EUR, rollback owner Carol."
+"""A line of the file alice sends at level 4 (searched for like the messages)."""
 PASSWORD = "correct horse battery staple"
 
 
@@ -109,9 +112,31 @@ async def run_chat(relay_url: str, profiles: Path, console: Console, level: int 
         sent = await clients[sender].send_text(conv, text)
         console.print(f"   {sender} sent seq={sent.seq}")
     await asyncio.wait_for(asyncio.gather(*collectors), 30)
+    if level == 4:
+        await send_file(clients, conv, profiles, console)
     for c in clients.values():
         await c.close()
     return received
+
+
+async def send_file(clients: dict, conv: str, folder: Path, console: Console) -> None:
+    """alice sends a file; bob saves it once its message arrived (verified, 0600)."""
+    from client_tui.core import MessageReceived
+
+    path = folder / FILE_NAME
+    path.write_text("\n".join([FILE_LINE] * 2000) + "\n")
+    console.print(
+        f"   alice sent {FILE_NAME} ({path.stat().st_size:,} bytes): sealed here in 64 KiB AES-256-GCM chunks "
+        "under a fresh key; the relay stores only ciphertext"
+    )
+    rec = await clients["alice"].attachments.send(conv, path, caption="the plan, as promised")
+    while True:
+        ev = await asyncio.wait_for(clients["bob"].events.get(), 30)
+        if isinstance(ev, MessageReceived) and ev.mid == rec.mid:
+            break
+    out = await clients["bob"].attachments.save(rec.mid, folder / f"bob-{FILE_NAME}")
+    same = out.read_bytes() == path.read_bytes()
+    console.print(f"   bob saved {out.name}: each chunk and the blob's SHA-256 verified, mode 0600, same bytes: {same}")
 
 
 def run_level(level: int, root: Path, console: Console) -> tuple[dict[str, list], list, Path]:
@@ -121,7 +146,7 @@ def run_level(level: int, root: Path, console: Console) -> tuple[dict[str, list]
     relay_dir = root / f"relay-l{level}"
     extra = [] if level == 4 else ["--level", str(level), "--demo-level"]
     relay = RelayProcess(relay_dir, extra_args=extra)
-    texts = [t for _, t in SCRIPT]
+    texts = [t for _, t in SCRIPT] + ([FILE_LINE] if level == 4 else [])
     try:  # from before the relay exists: Ctrl+C at any point stops it
         relay.start()
         console.print(f"relay (level {level}) at {relay.url} (pid {relay.proc.pid}), database {relay_dir / 'relay.db'}")
