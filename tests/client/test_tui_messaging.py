@@ -56,10 +56,12 @@ async def test_edits_reactions_refusals_read_marks_and_the_timer_are_shown(bob, 
         await wait_until(lambda: chat_shown(app) and "original words" in screen_text(app))
         await document(client, "alice", Doc(t="edit", ref=original.mid), f"edited {MARKUP}")
         await document(client, "carol", Doc(t="react", ref=original.mid, emoji="👍", on=True))
+        await document(client, "alice", Doc(t="react", ref=original.mid, emoji="[@click=app.quit]", on=True))
         await document(client, "carol", Doc(t="edit", ref=original.mid), "carol rewrites it")
         await wait_until(lambda: "was ignored" in screen_text(app))
         text = screen_text(app)
         assert f"edited {MARKUP}" in text and "(edited)" in text and "👍 1" in text
+        assert "[@click=app.quit] 1" in text  # a reaction is drawn as typed, never run as markup
         assert "edit from carol was ignored" in text
         assert "carol rewrites it" not in text.replace("\n", "")  # the refused text is not the message's
         await client.expiry.set("conv-1", 3600, "alice")
