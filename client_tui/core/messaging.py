@@ -11,6 +11,7 @@ stored it (its ``seq`` set), or raises as :meth:`ChatClient.send_text` does.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import TYPE_CHECKING
 
 from shared import content
@@ -19,7 +20,7 @@ from shared.errors import ContentInvalid
 from . import annotate
 from .errors import NotAuthor, UnknownReference
 from .outbox import SEND_TIMEOUT_S
-from .record import OUTGOING_STATES, Doc, Record
+from .record import OUTGOING_STATES, Doc, Record, RecordState
 
 if TYPE_CHECKING:
     from .client import ChatClient
@@ -40,8 +41,9 @@ class Messaging:
         self, conversation: str, text: str | None, doc: Doc, wait: bool, timeout: float, apply: bool = False
     ) -> Record:
         item = await self.c.outgoing.queue(conversation, text, not wait, doc)
-        if apply:  # here at once, before the relay stores it (its document is dropped then)
-            await annotate.apply(self.c, item.record)
+        if apply:  # here at once; as written: the relay may have stored it already, and its document went then
+            copy = dataclasses.replace(item.record, text=text, content=doc, state=RecordState.SENDING)
+            await annotate.apply(self.c, copy)
         if wait:
             await self.c.outgoing.stored(item, timeout)
         return item.record
