@@ -4,7 +4,7 @@ and the reasons a message waits for the user (a key change, a larger audience).
 
 from __future__ import annotations
 
-from shared.errors import E2EEError, ErrorCode
+from shared.errors import E2EEError, ErrorCode, MalformedInput
 
 NOT_ANSWERED = (ErrorCode.UNREACHABLE, ErrorCode.OFFLINE)
 """Codes of a request the relay did not answer (it may later): nothing was decided by it."""
@@ -104,3 +104,9 @@ class UnknownReference(E2EEError):
     edit, delete or reaction is kept ``ignored`` with this code."""
 
     code = ErrorCode.UNKNOWN_REFERENCE
+
+
+class LocalFileDamaged(MalformedInput):
+    """A file of the profile (``kt-head.json``, ``trust.sealed``, ``contacts.json``, a history row)
+    is not of its documented form: not JSON, JSON of another shape, or nested deeper than the
+    decoder's stack. The reader sets it aside (never overwrites it) and tells the user."""

@@ -12,10 +12,14 @@ renamed aside first (:func:`set_aside`).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
+
+from .errors import LocalFileDamaged
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -127,6 +131,27 @@ def append_private(path: Path):
     private_folder(Path(path).parent)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
     return os.fdopen(fd, "a", encoding="utf-8")
+
+
+def load_local_json(data: bytes | str, what: str, shape: type = dict) -> Any:
+    """Decode a local file's JSON (the one way the client reads its own JSON files).
+
+    Args:
+        data: the file's bytes (UTF-8) or text.
+        what: the file's name, for the message.
+        shape: the type the top-level value must have (``dict`` unless told).
+
+    Raises:
+        LocalFileDamaged: not UTF-8 JSON, nested deeper than the decoder's stack
+            (``RecursionError``), or the top-level value is not a ``shape``.
+    """
+    try:
+        doc = json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise LocalFileDamaged(f"{what} is not valid JSON ({type(exc).__name__})") from None
+    if not isinstance(doc, shape):
+        raise LocalFileDamaged(f"{what} holds a JSON {type(doc).__name__}, not a {shape.__name__}")
+    return doc
 
 
 def set_aside(path: Path, why: str, companions: tuple[str, ...] = ()) -> Path:

@@ -43,9 +43,9 @@ from shared.errors import (
 )
 from shared.keys import PublicIdentity, key_id, spki_der
 
-from .errors import NOT_ANSWERED, ClientError
+from .errors import NOT_ANSWERED, ClientError, LocalFileDamaged
 from .events import TransparencyAlert
-from .private import set_aside, write_private
+from .private import load_local_json, set_aside, write_private
 
 if TYPE_CHECKING:
     from .client import ChatClient
@@ -80,7 +80,7 @@ class Transparency:
         if not self.path.exists():
             return
         try:
-            doc = json.loads(self.path.read_bytes())
+            doc = load_local_json(self.path.read_bytes(), FILE_NAME)
             if doc.get("format") != FORMAT or doc.get("v") != 1:
                 raise ValueError("not a key transparency state file")
             key = load_der_public_key(b64u_decode(doc["log_key"], "log_key"))
@@ -89,6 +89,8 @@ class Transparency:
             head = kt.TreeHead.from_json(doc["head"])
             head.verify(key)
             mon = doc.get("monitor", {})
+            if not isinstance(mon, dict) or not all(isinstance(mon.get(k, []), list) for k in ("edge", "mine")):
+                raise LocalFileDamaged(f"{FILE_NAME}: its monitor state is not an object of lists")
             edge = merkle.CompactRange(mon.get("size", 0), [b64u_decode(h, "edge") for h in mon.get("edge", [])])
             mine = {(str(w), str(s)) for w, s in mon.get("mine", [])}
         except (OSError, ValueError, KeyError, TypeError, E2EEError) as exc:

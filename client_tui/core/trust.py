@@ -35,7 +35,7 @@ from shared.b64 import b64u_decode, b64u_encode
 from shared.errors import E2EEError
 from shared.keys import PublicIdentity
 
-from .private import set_aside, write_private
+from .private import load_local_json, set_aside, write_private
 
 log = logging.getLogger("e2ee.client.trust")
 
@@ -158,14 +158,16 @@ class TrustStore:
 
     def _load(self, blob: bytes) -> None:
         try:
-            doc = json.loads(blob)
+            doc = load_local_json(blob, FILE_NAME)
             header = {k: v for k, v in doc.items() if k != "ciphertext"}
             if header.get("format") != FORMAT or header.get("v") != 1:
                 raise _Damaged("not a trust store")
             if header.get("username") != self.username:
                 raise _Damaged("it belongs to another account")
             sealed = b64u_decode(doc["ciphertext"], "ciphertext")
-            payload = json.loads(self._aead.decrypt(b64u_decode(header["nonce"], "nonce"), sealed, _aad(header)))
+            payload = load_local_json(
+                self._aead.decrypt(b64u_decode(header["nonce"], "nonce"), sealed, _aad(header)), FILE_NAME
+            )
         except InvalidTag:
             raise _Damaged("its authentication tag does not match: altered, or not sealed with this keystore") from None
         except (ValueError, KeyError, TypeError, AttributeError, E2EEError) as exc:
@@ -186,9 +188,7 @@ class TrustStore:
     def _import_legacy(self, path: Path) -> None:
         """Read the plaintext ``contacts.json`` of an older client once, then set it aside."""
         try:
-            doc = json.loads(path.read_text())
-            if not isinstance(doc, dict):
-                raise ValueError("not an object")
+            doc = load_local_json(path.read_bytes(), path.name)
             self.contacts = {name: Contact.from_json(c) for name, c in doc.items()}
         except (ValueError, KeyError, TypeError, AttributeError, E2EEError, OSError):
             aside = set_aside(path, "damaged")
