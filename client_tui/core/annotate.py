@@ -39,7 +39,30 @@ MAX_EMOJI_PER_MESSAGE = 32
 REFUSALS = {
     ErrorCode.NOT_AUTHOR: "only the author of a message may edit or delete it",
     ErrorCode.UNKNOWN_REFERENCE: "it refers to a message that is not on this device",
+    ErrorCode.ACTOR_NOT_MEMBER: "its sender is not a member of the conversation (removed)",
 }
+
+STATE_TYPES = ("edit", "delete", "react", "read", "expire", "title")
+"""Documents that change the conversation or another message: applied only from a current member."""
+
+
+def member_now(c: ChatClient, rec: Record) -> bool:
+    """Is ``rec``'s sender a member of its conversation's verified head (the newest epoch this
+    client verified)? Without a verified log: unless the envelope check warned ``sender_removed``."""
+    chain = c.membership.chains.get(rec.conversation)
+    head = chain.head if chain is not None else None
+    if head is not None:
+        return rec.sender in head.usernames
+    return rec.info.warning != "sender_removed"
+
+
+def refuse_non_member(c: ChatClient, rec: Record) -> bool:
+    """Refuse (``ignored``, :data:`ErrorCode.ACTOR_NOT_MEMBER`, a log line) the state-changing
+    document ``rec`` if its sender is not a member now (docs/PROTOCOL.md §13.8); True if refused."""
+    if rec.content.t not in STATE_TYPES or member_now(c, rec):
+        return False
+    _refuse(rec, ErrorCode.ACTOR_NOT_MEMBER, f"{rec.sender} is not a member of {rec.conversation} now")
+    return True
 
 
 def live(c: ChatClient, rec: Record) -> Record:

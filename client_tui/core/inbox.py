@@ -218,8 +218,11 @@ class Inbox:
     async def act(self, rec: Record) -> None:
         """What a verified document does besides being stored: an edit, delete or reaction is
         applied to its message (or refused: ``ignored``), a read receipt moves its reader, a
-        timer is set; what expired already is deleted at once (``client_tui.core.expiry``)."""
+        timer is set; what expired already is deleted at once (``client_tui.core.expiry``). A
+        state-changing document from a sender who is not a member now is refused (``ignored``)."""
         c, t = self.c, rec.content.t
+        if annotate.refuse_non_member(c, rec):
+            return
         if t in ("edit", "delete", "react"):
             await annotate.apply(c, rec)
         elif t == "read":
