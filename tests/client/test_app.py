@@ -106,7 +106,8 @@ async def test_wrong_passphrase_fails_cleanly_on_the_login_screen(make_client, r
         assert app.screen is screen and app.client is None
         screen.query_one("#passphrase", Input).value = "alice passphrase"
         await click_button(pilot, "#go")
-        await wait_until(lambda: isinstance(app.screen, ChatScreen), timeout=30)
+        # mounted, not only pushed: the test ending in between tore the screen down under its on_mount
+        await wait_until(lambda: isinstance(app.screen, ChatScreen) and app.screen.is_mounted, timeout=30)
 
 
 async def test_help_and_command_palette_list_the_main_actions(make_client):
