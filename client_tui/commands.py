@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import sys
 import time
 from typing import Any
@@ -201,11 +202,25 @@ def text_marks(r: Record) -> str:
     return marks
 
 
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+"""Characters JSON may carry raw that a terminal acts on (DEL, C1 controls such as the 8-bit CSI)
+or that reorder or split what is shown (bidi embeddings/overrides/isolates, line/paragraph
+separators); C0 controls are escaped by JSON itself."""
+
+
+def json_line(doc: dict) -> str:
+    """``doc`` as one line of JSON for a terminal or a log pipeline: non-ASCII text kept readable,
+    but every character of :data:`_JSON_UNSAFE` written as a ``\\uXXXX`` escape (RFC 8259 §7),
+    so ``json.loads`` gives back the exact strings and no raw control reaches the terminal."""
+    text = json.dumps(doc, ensure_ascii=False)
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def line(client: ChatClient, r: Record, as_json: bool) -> str:
     """One message for a terminal (harmless) or as one JSON object (exact text)."""
     mark = client.mark(r)
     if as_json:
-        return json.dumps(
+        return json_line(
             {
                 "seq": r.seq,
                 "conversation": r.conversation,
@@ -218,8 +233,7 @@ def line(client: ChatClient, r: Record, as_json: bool) -> str:
                 "reason": r.reason or None,
                 "mid": r.mid,
                 **message_json(client, r),
-            },
-            ensure_ascii=False,
+            }
         )
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.ts / 1000)) if r.ts else "?"
     glyph = {
