@@ -14,7 +14,7 @@ per size, in turns (``bench.timing.measure_paired``):
 - ``prove``: the relay's side, one inclusion proof from the in-memory tree.
 
 Sizes: the proof's hashes (32 bytes each), the JSON bytes the ``kt`` member adds to a key answer, and
-the bytes a gossiped head (``"kth": <signed head>``) would add to a message's plaintext before padding.
+the bytes the gossiped head (``"kth": <signed head>``) adds to a message's plaintext before padding.
 """
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ def section(result: dict, results: dict) -> str:
         f"at the largest size in at most {result['target_ms']:g} ms — {verdict}. *answer* = parse the `kt` "
         "member, recompute the leaf hash, verify the audit path and the head's Ed25519 signature. "
         f"A gossiped head adds {result['sizes'][-1]['gossip_json_bytes']} B of JSON to a message's plaintext "
-        "before padding (not carried yet).",
+        "before padding (`kth`, in every message).",
         "",
         "| entries | audit path | `kt` JSON per key answer | verify path | whole answer | consistency (n/2+1 → n) | "
         "prove (relay) |",

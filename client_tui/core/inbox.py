@@ -20,6 +20,8 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from shared import envelope, frames
 from shared.errors import E2EEError, ErrorCode, UnknownSenderKey
 from shared.keys import Identity
@@ -175,6 +177,8 @@ class Inbox:
         except E2EEError as exc:
             return await self._on_unreadable(frame, raw, parsed, exc)
         mine = h.snd == c.username
+        if not mine and opened.content.kth is not None:  # gossip from a verified sender: checked aside
+            c._spawn(c.transparency.gossip_in(h.snd, msgspec.structs.asdict(opened.content.kth)))
         if mine:
             c.progress.counters[h.cid] = max(c.progress.counters.get(h.cid, 0), ctr)
         rec = Record(

@@ -213,7 +213,7 @@ class Outbox(AudienceDecisions):
         max_bytes, max_recipients = c.max_envelope, c.max_recipients
         data, timings = await asyncio.to_thread(
             measure.seal,
-            documents.to_wire(rec),
+            c.transparency.stamp(documents.to_wire(rec)),  # gossip: the newest key directory head verified
             c.identity,
             rec.conversation,
             audience.recipients,

@@ -27,10 +27,11 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 from cryptography.hazmat.primitives.asymmetric import ed25519
 from cryptography.hazmat.primitives.serialization import load_der_public_key
 
-from shared import kt, merkle
+from shared import content, kt, merkle
 from shared.b64 import b64u_decode, b64u_encode
 from shared.errors import (
     ConsistencyProofInvalid,
@@ -54,6 +55,7 @@ log = logging.getLogger("e2ee.client.kt")
 
 FILE_NAME = "kt-head.json"
 FORMAT = "e2ee-chat-kt"
+KTH_ROOM = 256  # bytes a document's kth takes at most (~212: a 16-digit size and timestamp)
 
 
 class Transparency:
@@ -231,6 +233,13 @@ class Transparency:
         """The newest head this client verified, as it travels inside a message's ciphertext
         (``TreeHead.to_json()``, about 150 bytes), or None before the first."""
         return self.head.to_json() if self.head is not None else None
+
+    def stamp(self, doc: content.Content) -> content.Content:
+        """``doc`` (a content document about to be sealed) carrying :meth:`gossip_out` as its
+        ``kth``; unchanged before the first head, or when the head would not fit the document limit."""
+        if self.head is None or len(content.canonical(doc)) + KTH_ROOM > content.MAX_CONTENT_BYTES:
+            return doc
+        return msgspec.structs.replace(doc, kth=content.KtHead.of(self.head))
 
     async def gossip_in(self, sender: str, raw: object) -> None:
         """A head ``sender`` verified, taken from a message whose signature verified: it must be

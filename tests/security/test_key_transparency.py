@@ -224,3 +224,21 @@ async def test_the_forked_user_is_alerted_at_the_next_start_by_the_leaves_the_fo
     again = await world.client(relay, "alice", register=False, connect=False)
     (alert,) = again.transparency.alerts  # her monitor reads the leaves: the real log has 3
     assert alert.code == "consistency_proof_invalid" and "signed a log of 4 keys but shows only 3" in alert.message
+
+
+async def test_a_split_view_is_alerted_within_one_message_exchange_by_the_gossiped_head(world):
+    relay = world.hostile("split-view:mallory")
+    await world.client(relay, "mallory", connect=False)
+    bob = await world.client(relay, "bob")
+    await world.client(relay, "carol", connect=False)
+    alice = await world.client(relay, "alice")
+    await alice.fetch_keys("carol")  # alice is shown a forked directory: mallory's keys as carol's
+    assert alice.transparency.head.size == 5 and codes(alice) == []
+    conv = await bob.create_conversation("pair", ["alice"])  # bob's view is the real one
+    await alice.refresh_conversations()
+    await alice.send_text(conv, "hello bob")  # its ciphertext carries alice's head (the fork's)
+    await world.rec(bob).until(lambda r: r.of(TransparencyAlert))
+    (alert,) = world.rec(bob).of(TransparencyAlert)
+    assert alert.code == "split_view" and alert.field == "alice"
+    assert "the relay is showing you and alice different key directories" in alert.text
+    assert world.rec(bob).texts == ["hello bob"]  # the message itself is shown; the alert is beside it
