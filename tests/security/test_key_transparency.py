@@ -12,7 +12,7 @@ import sqlite3
 
 import pytest
 
-from client_tui.core import TransparencyAlert
+from client_tui.core import RecordChanged, TransparencyAlert
 from shared import kt
 from shared.errors import ConsistencyProofInvalid, InclusionProofInvalid, LogKeyMismatch, SplitView
 from tests.helpers.clients import barrier
@@ -146,12 +146,16 @@ async def test_an_honest_relay_raises_no_alert_over_a_conversation_with_rotation
     conv = await alice.create_conversation("pair", ["bob"])
     await bob.refresh_conversations()
     sent = 0
-    for _ in range(3):
+
+    def moved(r) -> int:  # bob's update statements alice verified ("moved to new keys …" lines)
+        return len({e.record.lid for e in r.of(RecordChanged) if (e.record.text or "").startswith("moved to new keys")})
+
+    for n in range(3):
         for i in range(20):
             await (alice if i % 2 else bob).send_text(conv, f"message {sent}")
             sent += 1
         await bob.rotate_keys()  # a leaf more; alice judges the chain (the history's proofs) on key_changed
-        await barrier(alice)
+        await world.rec(alice).until(lambda r, n=n: moved(r) > n)  # the log binds bob's new keys
         alice.accept_key("bob", shown=alice.shown_key("bob").kids)
     await alice.send_text(conv, "after the rotations")
     await barrier(bob)
