@@ -50,7 +50,7 @@ from .attachment import MAX_CHUNK, MIN_CHUNK
 from .b64 import b64u_decode
 from .errors import Base64Invalid, ContentInvalid, ContentTooLarge, E2EEError, TreeHeadInvalid
 from .kt import TreeHead
-from .strictjson import MAX_SAFE_INTEGER, check_id, check_kid
+from .strictjson import MAX_SAFE_INTEGER, check_kid
 
 __all__ = [
     "MEDIA_TYPE",
@@ -105,6 +105,7 @@ DEFAULT_SCHEME: Final[Scheme] = "padme"
 powers of two add 107 / 975 / 6,095 (``e2ee-bench padding``; docs/PROTOCOL.md §13.2)."""
 
 _CONTROL_RE = re.compile("[\x00-\x1f\x7f-\x9f]")
+_BLOB_ID_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")  # opaque: never "." or "..", never a path segment of its own
 _EMOJI_BAD_RE = re.compile(r"[\x00-\x20\x7f-\x9f\s]")
 _MEDIA_TYPE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,62}/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,62}")
 _PATH_RE = re.compile(r"`\$((?:\.[A-Za-z0-9_]+)*)`")
@@ -298,8 +299,9 @@ def _text(value: str, field: str, *, empty: bool = False) -> None:
 
 
 def _check_att(att: AttachmentRef) -> None:
+    if not _BLOB_ID_RE.fullmatch(att.id):
+        raise _bad("1-64 characters from A-Z a-z 0-9 _ - (the relay's opaque blob id)", "att.id")
     try:
-        check_id(att.id, "att.id")
         check_kid(att.sha256, "att.sha256")
     except E2EEError as exc:
         raise _bad(exc.message.split(": ", 1)[-1], exc.field or "att") from None

@@ -21,6 +21,7 @@ import os
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import quote
 
 import httpx2
 import msgspec
@@ -39,7 +40,7 @@ from .rest import Rest, relay_error
 if TYPE_CHECKING:
     from .client import ChatClient
 
-__all__ = ["Attachments", "Progress", "upload", "download", "HOP_BYTES"]
+__all__ = ["Attachments", "Progress", "upload", "download", "blob_path", "HOP_BYTES"]
 
 log = logging.getLogger("e2ee.client.attachments")
 Progress = Callable[[int, int], None]
@@ -197,7 +198,7 @@ async def download(rest: Rest, ref: AttachmentRef, out: Path, *, progress: Progr
 
     stream = await asyncio.to_thread(PrivateStream, Path(out))
     try:
-        async with rest.http.stream("GET", f"/v1/blobs/{ref.id}", headers=headers) as resp:
+        async with rest.http.stream("GET", blob_path(ref.id), headers=headers) as resp:
             if resp.status_code >= 400:
                 await resp.aread()
                 raise relay_error(resp)
@@ -221,6 +222,13 @@ async def download(rest: Rest, ref: AttachmentRef, out: Path, *, progress: Progr
         raise
     log.info("attachment opened blob=%s bytes=%d", ref.id, ref.size)
     return Path(out)
+
+
+def blob_path(blob_id: str) -> str:
+    """``/v1/blobs/{blob_id}`` with the id percent-encoded as one path segment (RFC 3986 §3.3): a
+    ``/``, ``?`` or ``#`` stays inside the segment. ``.`` and ``..`` (dot segments, unreserved) are
+    refused earlier, by ``shared.content`` (an ``att.id`` is 1-64 of ``[A-Za-z0-9_-]``)."""
+    return "/v1/blobs/" + quote(blob_id, safe="")
 
 
 class Attachments:
@@ -255,7 +263,7 @@ class Attachments:
             item = await self.c.outgoing.queue(conversation, caption, not wait, doc)
         except BaseException:  # never sealed: nobody can open the blob, so its quota goes back now
             with contextlib.suppress(Exception):
-                await self.c.rest.request("DELETE", f"/v1/blobs/{ref.id}")
+                await self.c.rest.request("DELETE", blob_path(ref.id))
             raise
         if wait:
             await self.c.outgoing.stored(item, timeout)
