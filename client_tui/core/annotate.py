@@ -130,33 +130,55 @@ async def judge(c: ChatClient, rec: Record) -> Record | None:
 
 def change(target: Record, rec: Record) -> bool:
     """Apply the edit, delete or reaction ``rec`` (already judged) to ``target``; False when it
-    changes nothing (a reaction already there, too many distinct reactions)."""
+    changes nothing (a reaction already there or older than the one applied, too many distinct
+    reactions). Edits and reactions take effect in their author's order, ``(ts, ctr)`` as signed
+    in the document, whatever order the relay delivered them in."""
     d, t = rec.content, target.content
+    stamp = [rec.ts, rec.ctr or 0]
     if d.t == "edit":
-        if (target.text, t.edited) == (rec.text, rec.ts):
-            return False  # the same edit again (applied before a crash, delivered again)
-        t.versions.append(Version(target.text or "", t.edited or target.ts))
-        if len(t.versions) > MAX_VERSIONS:
-            del t.versions[1]
-        target.text, t.edited = rec.text, rec.ts
-        return True
+        return _edit(target, rec, stamp)
     if d.t == "delete":
         tombstone(target, "deleted")
         return True
     emoji = d.emoji or ""
-    users = t.reactions.get(emoji, [])
-    if d.on == (rec.sender in users):
+    toggle = f"{rec.sender}\x00{emoji}"
+    if stamp <= t.toggles.get(toggle, [-1, -1]):
+        log.info("reaction %s from %s on %s older than the one applied: no change", emoji, rec.sender, target.mid)
         return False
+    users = t.reactions.get(emoji, [])
     if d.on and emoji not in t.reactions and len(t.reactions) >= MAX_EMOJI_PER_MESSAGE:
         log.warning(
             "reaction from %s on %s ignored: %d distinct reactions already", rec.sender, target.mid, len(t.reactions)
         )
         return False
+    t.toggles[toggle] = stamp
+    if d.on == (rec.sender in users):
+        return True  # the newest word is what is shown already; its stamp is kept
     users = [*users, rec.sender] if d.on else [u for u in users if u != rec.sender]
     if users:
         t.reactions[emoji] = users
     else:
         t.reactions.pop(emoji, None)
+    return True
+
+
+def _edit(target: Record, rec: Record, stamp: list[int]) -> bool:
+    """The edit ``rec`` of ``target``: the current text if it is the author's newest so far, else
+    an earlier version (in ``ts`` order); False for one applied already."""
+    t = target.content
+    current = [t.edited, t.edited_ctr or 0] if t.edited is not None else None
+    if current is not None and stamp <= current:
+        late = Version(rec.text or "", rec.ts)
+        if stamp == current or late in t.versions or (rec.ts, rec.text) == (t.edited, target.text):
+            return False  # the same edit again (applied before a crash, delivered again)
+        log.info("edit of %s by %s older than the text shown: kept as an earlier version", target.mid, rec.sender)
+        at = next((i for i, v in enumerate(t.versions) if i > 0 and v.ts > rec.ts), len(t.versions))
+        t.versions.insert(max(at, 1), late)
+    else:
+        t.versions.append(Version(target.text or "", t.edited or target.ts))
+        target.text, t.edited, t.edited_ctr = rec.text, rec.ts, rec.ctr or 0
+    if len(t.versions) > MAX_VERSIONS:
+        del t.versions[1]
     return True
 
 

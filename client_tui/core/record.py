@@ -150,7 +150,10 @@ class Doc(msgspec.Struct, kw_only=True, omit_defaults=True):
         exp: when the message expires (ms since the epoch), if a timer was set.
         versions: the earlier texts of an edited message, oldest first.
         edited: when the text shown was written, if it is an edit (ms, its author's clock).
+        edited_ctr: that edit's counter (with ``edited``, the author's order of edits).
         reactions: emoji -> the users who reacted with it, in the order they did.
+        toggles: ``"user\x00emoji"`` -> ``[ts, ctr]`` of that user's newest reaction document
+            with that emoji applied here (set or taken back): an older one changes nothing.
     """
 
     t: str = "text"
@@ -164,7 +167,9 @@ class Doc(msgspec.Struct, kw_only=True, omit_defaults=True):
     exp: int | None = None
     versions: list[Version] = []
     edited: int | None = None
+    edited_ctr: int | None = None
     reactions: dict[str, list[str]] = {}
+    toggles: dict[str, list[int]] = {}
 
 
 @dataclass
