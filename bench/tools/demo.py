@@ -39,6 +39,8 @@ USERS = ("alice", "bob", "carol")
 FILE_NAME = "launch-plan.txt"
 FILE_LINE = "Launch plan: go/no-go on Friday 09:00, budget 48k EUR, rollback owner Carol."
 """A line of the file alice sends at level 4 (searched for like the messages)."""
+EDIT = "Thanks both. Meeting moved to 11:15 ☕ — bring the 2FA codes."
+"""What alice's last message becomes at level 4 (an edit: a document sealed like any message)."""
 PASSWORD = "correct horse battery staple"
 
 
@@ -114,6 +116,7 @@ async def run_chat(relay_url: str, profiles: Path, console: Console, level: int 
     await asyncio.wait_for(asyncio.gather(*collectors), 30)
     if level == 4:
         await send_file(clients, conv, profiles, console)
+        await edit_last(clients, conv, received, console)
     for c in clients.values():
         await c.close()
     return received
@@ -139,6 +142,23 @@ async def send_file(clients: dict, conv: str, folder: Path, console: Console) ->
     console.print(f"   bob saved {out.name}: each chunk and the blob's SHA-256 verified, mode 0600, same bytes: {same}")
 
 
+async def edit_last(clients: dict, conv: str, received: dict[str, list], console: Console) -> None:
+    """alice edits her last message; bob's and carol's clients apply it (only its author may) and
+    keep the earlier text as a version; their screens show the edited text."""
+    from client_tui.core import RecordChanged
+
+    last = max((m for m in received["bob"] if m.sender == "alice"), key=lambda m: m.seq)
+    await clients["alice"].messaging.edit(last.mid, EDIT, wait=True)
+    console.print("   alice edited her last message (an edit document: to the relay, one more message)")
+    for user in ("bob", "carol"):
+        while True:
+            ev = await asyncio.wait_for(clients[user].events.get(), 30)
+            if isinstance(ev, RecordChanged) and ev.record.mid == last.mid and ev.record.text == EDIT:
+                break
+        received[user] = [ev.record if m.mid == last.mid else m for m in received[user]]
+    console.print(f"   bob and carol now show it as edited: [italic]{EDIT}[/]")
+
+
 def run_level(level: int, root: Path, console: Console) -> tuple[dict[str, list], list, Path]:
     """Run the chat at ``level`` with its own relay; return (received, hits, relay folder)."""
     from bench.tools.relayproc import RelayProcess
@@ -146,7 +166,7 @@ def run_level(level: int, root: Path, console: Console) -> tuple[dict[str, list]
     relay_dir = root / f"relay-l{level}"
     extra = [] if level == 4 else ["--level", str(level), "--demo-level"]
     relay = RelayProcess(relay_dir, extra_args=extra)
-    texts = [t for _, t in SCRIPT] + ([FILE_LINE] if level == 4 else [])
+    texts = [t for _, t in SCRIPT] + ([FILE_LINE, EDIT] if level == 4 else [])
     try:  # from before the relay exists: Ctrl+C at any point stops it
         relay.start()
         console.print(f"relay (level {level}) at {relay.url} (pid {relay.proc.pid}), database {relay_dir / 'relay.db'}")
@@ -167,7 +187,8 @@ def print_screens(received: dict[str, list], console: Console) -> None:
         table.add_column("from")
         table.add_column("text")
         for m in sorted(received[user], key=lambda m: m.seq):
-            table.add_row(str(m.seq), m.sender, m.text)
+            edited = bool(getattr(getattr(m, "content", None), "versions", None))
+            table.add_row(str(m.seq), m.sender, m.text + ("  (edited)" if edited else ""))
         console.print(table)
 
 

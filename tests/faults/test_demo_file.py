@@ -1,6 +1,7 @@
-"""``e2ee-demo --level 4`` sends a file too (issue 16): alice's launch plan goes up as an attachment
-blob, bob saves it verified and bit-exact, and the blindness search over the relay's database and
-logs, which now holds that blob, still finds none of its lines."""
+"""``e2ee-demo --level 4`` sends a file and an edit too (issue 16): alice's launch plan goes up as
+an attachment blob, bob saves it verified and bit-exact, alice edits her last message and bob's and
+carol's screens show the new text as edited, and the blindness search over the relay's database and
+logs, which now holds the blob and the edit, finds none of their text."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 
 @pytest.mark.process  # the demo runs its relay as a process
-def test_the_demo_sends_a_file_and_the_relay_still_holds_no_plaintext(tmp_path):
+def test_the_demo_sends_a_file_and_an_edit_and_the_relay_still_holds_no_plaintext(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "bench.tools.demo", "--level", "4", "--data-dir", str(tmp_path)],
         capture_output=True,
@@ -24,6 +25,8 @@ def test_the_demo_sends_a_file_and_the_relay_still_holds_no_plaintext(tmp_path):
     assert (
         "bob saved bob-launch-plan.txt: each chunk and the blob's SHA-256 verified, mode 0600, same bytes: True" in out
     )
+    edited = "Thanks both. Meeting moved to 11:15 ☕ — bring the 2FA codes. (edited)"
+    assert "bob and carol now show it as edited" in out and out.count(edited) == 2  # bob's and carol's screens
     assert "plaintext hits: 0" in out and "the relay holds only ciphertext" in out
     assert (tmp_path / "clients-l4" / "bob-launch-plan.txt").read_bytes() == (
         tmp_path / "clients-l4" / "launch-plan.txt"
