@@ -47,6 +47,9 @@ HELP_TEXT = {
     "message_menu": "The selected message (else the last): r reply, + react, e edit and d delete (your own)",
     "search": "Search your messages on this machine (/ in an empty composer, or Ctrl+F)",
     "reconnect": "Reconnect now (after a refused password: type it again)",
+    "attach": "Attach a file: starts /attach PATH [caption] in the composer (Enter sends it)",
+    "save_file": "Save the selected message's file (verified, 0600, never over an existing file)",
+    "open_file": "Open the selected message's file with the desktop opener (temporary copy, removed after)",
 }
 
 
@@ -261,6 +264,9 @@ class ChatApp(App):
             chat.action_toggle_inspector,
         )
         yield SystemCommand("Reconnect now", "Skip the reconnect wait", chat.action_reconnect)
+        yield SystemCommand("Attach a file", "Type /attach PATH [caption] in the composer", chat.action_attach)
+        yield SystemCommand("Save file", "Save the selected message's file", chat.action_save_file)
+        yield SystemCommand("Open file", "Open the selected file with the desktop opener", chat.action_open_file)
         yield SystemCommand("Search messages", "Search your decrypted history on this machine", chat.action_search)
         yield SystemCommand("Settings", "Theme, notifications, mute this conversation", chat.action_settings)
         yield SystemCommand("Help", "Every key binding", self.action_help)

@@ -22,6 +22,7 @@ from shared.errors import E2EEError, EnvelopeTooLarge, ErrorCode
 from . import audience
 from .chatactions import ChatActions
 from .chatdialogs import ChatDialogs
+from .chatfiles import ChatFiles
 from .chatpanes import ChatPanes
 from .connection import StateLog, needs_password
 from .core import (
@@ -52,7 +53,7 @@ GAP_GRACE_S = 2.0
 """A counter gap is shown if still open this long after it appeared (late arrivals fill most)."""
 
 
-class ChatScreen(ChatActions, ChatDialogs, ChatPanes, Screen):
+class ChatScreen(ChatActions, ChatDialogs, ChatFiles, ChatPanes, Screen):
     """The main window: conversation list | message log + composer | inspector; status bar."""
 
     BINDINGS = [
@@ -69,6 +70,9 @@ class ChatScreen(ChatActions, ChatDialogs, ChatPanes, Screen):
         Binding("ctrl+f", "search", "Search", show=False, priority=True),
         Binding("f3", "settings", "Settings", priority=True),
         Binding("f4", "message_menu", "Message", priority=True),
+        Binding("ctrl+t", "attach", "Attach", show=False, priority=True),
+        Binding("ctrl+s", "save_file", "Save file", show=False, priority=True),
+        Binding("ctrl+o", "open_file", "Open file", show=False, priority=True),
         Binding("slash", "search", "Search"),  # from the lists; the composer decides for itself
         Binding("escape", "escape", "Close inspector", show=False),
     ]
@@ -364,6 +368,8 @@ class ChatScreen(ChatActions, ChatDialogs, ChatPanes, Screen):
         if not self.conversation:
             self._give_back("", text)
             toast(self.app, "no conversation yet: start one with Ctrl+N", severity="warning")
+            return
+        if self.attach_command(text):
             return
         blocked = self.client.blocked_by(self.conversation)
         if blocked:
