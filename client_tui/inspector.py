@@ -155,7 +155,7 @@ def inspect_record(
         doc = json.loads(env)
         if not isinstance(doc, dict):
             raise ValueError
-    except ValueError:
+    except (ValueError, RecursionError):  # any bytes a relay stored: not JSON, another shape, too deep
         parts.append(Text(f"{len(env)} bytes, not a JSON envelope:", style="yellow"))
         parts.append(plain(repr(env[:600])))
         return Group(*parts)
@@ -181,16 +181,20 @@ def inspect_record(
     if isinstance(doc.get("protected"), str):
         try:
             header = json.loads(b64u_decode(doc["protected"]))
-        except (E2EEError, ValueError):
+        except (E2EEError, ValueError, RecursionError):
             header = None
     kids = Table(title="recipients (wrap key ids)", title_justify="left", show_header=False, box=None, padding=(0, 1))
     kids.add_column()
     kids.add_column(style="dim")
+    malformed = 0
     for r in recipients:
-        kid = r.get("header", {}).get("kid", "?") if isinstance(r, dict) else "?"
-        who = kid_names.get(kid, "unknown key")
-        kids.add_row(plain(kid), plain(who + (" (you)" if who == me else "")))
+        kid = _kid_of(r)
+        malformed += kid is None
+        who = kid_names.get(kid, "unknown key") if kid is not None else "malformed recipient entry"
+        kids.add_row(plain(kid or "?"), plain(who + (" (you)" if who == me else "")))
     parts.append(kids)
+    if malformed:
+        parts.append(Text(f"{malformed} recipient entr(y/ies) malformed: no header with a string kid", style="yellow"))
     t = record.info.timings
     if t:
         cost = Table(title="measured here (ms)", title_justify="left", show_header=False, box=None, padding=(0, 1))
@@ -212,7 +216,24 @@ def inspect_record(
         parts.append(cost)
     if header is not None:
         parts.append(Text("protected header (the relay can read this: routing metadata)", style="bold"))
-        parts.append(plain(json.dumps(header, indent=1, ensure_ascii=False)))
+        parts.append(plain(_dumps(header, doc["protected"])))
     parts.append(Text("envelope as stored (JWE General JSON + sig)", style="bold"))
-    parts.append(plain(json.dumps(shorten(doc, MAX_SHOWN_CHARS), indent=1, ensure_ascii=False)))
+    parts.append(plain(_dumps(doc, env)))
     return Group(*parts)
+
+
+def _dumps(value: object, raw: bytes | str) -> str:
+    """``value`` as indented JSON with long strings shortened; nested too deep to print: the first
+    600 characters of ``raw`` as they were stored."""
+    try:
+        return json.dumps(shorten(value, MAX_SHOWN_CHARS), indent=1, ensure_ascii=False)
+    except (ValueError, RecursionError):
+        return "nested too deep to show: " + repr(raw[:600])
+
+
+def _kid_of(entry: object) -> str | None:
+    """The ``header.kid`` of one ``recipients`` entry of an unverified envelope, or None when the
+    entry is not of that shape (a relay can store any JSON: a list, a number, a kid that is an object)."""
+    header = entry.get("header") if isinstance(entry, dict) else None
+    kid = header.get("kid") if isinstance(header, dict) else None
+    return kid if isinstance(kid, str) else None
