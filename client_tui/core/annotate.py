@@ -114,7 +114,9 @@ async def judge(c: ChatClient, rec: Record) -> Record | None:
     d = rec.content
     target = await target_of(c, rec.conversation, d.ref, rec.sender)
     if target is None:
-        _refuse(rec, ErrorCode.UNKNOWN_REFERENCE, f"no message {d.ref} in this conversation here")
+        _refuse(rec, ErrorCode.UNKNOWN_REFERENCE, f"no message {d.ref} in this conversation here (yet)")
+        if rec.state not in OUTGOING_STATES and d.ref:
+            c.pending.hold(rec)  # applied if the message arrives after it (client_tui.core.pending)
         return None
     if target.state == RecordState.DELETED:
         log.info("%s from %s of a deleted message %s: nothing to do", d.t, rec.sender, d.ref)

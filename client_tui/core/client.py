@@ -55,6 +55,7 @@ from .link import REQUIRED_LEVEL
 from .membership import Audience, Membership
 from .messaging import Messaging
 from .outbox import SEND_TIMEOUT_S, Outbox
+from .pending import Pending
 from .receipts import Receipts
 from .record import Record
 from .rest import Rest
@@ -134,6 +135,7 @@ class ChatClient(Rotation):
         self.attachments = Attachments(self)  # files as messages
         self.receipts = Receipts(self)  # end-to-end read receipts
         self.expiry = Expiry(self)  # disappearing messages
+        self.pending = Pending(self)  # actions that arrived before their message
         self.connection = Connection(self, backoff)
         self.transparency = Transparency(self)  # the key transparency heads verified, the monitor
         self._passphrase: str | None = None

@@ -227,6 +227,8 @@ class Inbox:
         c, t = self.c, rec.content.t
         if annotate.refuse_non_member(c, rec):
             return
+        if rec.is_message:
+            await c.pending.settle(rec)  # what arrived before it: a delete means it is never shown
         if t in ("edit", "delete", "react"):
             await annotate.apply(c, rec)
         elif t == "read":
