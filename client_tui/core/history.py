@@ -127,6 +127,13 @@ class History:
         sealed = Sealed(None) if body is None else self._unseal(lid, conv, sender, body)
         if sealed is None:
             state, reason, sealed = RecordState.UNREADABLE, reason or "history_damaged", Sealed(None)
+        try:
+            state, message_info = RecordState(state), MessageInfo.decode(info)
+        except (msgspec.DecodeError, ValueError, TypeError, AttributeError, RecursionError) as exc:
+            # one row's unencrypted columns damaged (bit rot, a sqlite tool): that row is shown as
+            # unreadable, the others are listed; its stored bytes are kept as they are
+            log.warning("history row lid=%s in %s damaged (%s): shown as unreadable", lid, conv, type(exc).__name__)
+            state, reason, message_info = RecordState.UNREADABLE, "history_damaged", MessageInfo()
         return Record(
             lid,
             conv,
@@ -137,11 +144,11 @@ class History:
             pos,
             ts,
             ctr,
-            RecordState(state),
+            state,
             reason,
             detail,
             bytes(env) if env is not None else None,
-            MessageInfo.decode(info),
+            message_info,
             sealed.content,
         )
 
@@ -266,7 +273,13 @@ class History:
     # -- reads ---------------------------------------------------------------------------------------
     def _meta(self) -> dict[str, Any]:
         assert self._db is not None
-        return {k: json.loads(v) for k, v in self._db.execute("SELECT key, value FROM meta")}
+        meta: dict[str, Any] = {}
+        for k, v in self._db.execute("SELECT key, value FROM meta"):
+            try:
+                meta[k] = json.loads(v)
+            except (ValueError, TypeError, RecursionError) as exc:  # a damaged value: dropped, never a failed login
+                log.warning("history meta %r damaged (%s): dropped", k, type(exc).__name__)
+        return meta
 
     async def meta(self) -> dict[str, Any]:
         return await self._call(self._meta)
@@ -374,7 +387,7 @@ class History:
     def _conversations(self) -> list[dict[str, Any]]:
         assert self._db is not None
         return [
-            {"id": cid, "title": t, "members": json.loads(m), "unread": u, "active": bool(a)}
+            {"id": cid, "title": t, "members": _members(cid, m), "unread": u, "active": bool(a)}
             for cid, t, m, u, a in self._db.execute(
                 "SELECT id, title, members, unread, active FROM conversations ORDER BY rowid"
             )
@@ -412,3 +425,16 @@ class History:
     async def count(self, conversation: str | None = None) -> int:
         """How many messages (not membership lines) the cache holds, in ``conversation`` or in all."""
         return await self._call(self._count, conversation)
+
+
+def _members(cid: str, stored: str) -> list[str]:
+    """A conversation row's JSON list of usernames; damaged (not JSON, not a list of strings): an
+    empty list, logged (the signed membership chain is the source of truth and fills it again)."""
+    try:
+        members = json.loads(stored)
+    except (ValueError, TypeError, RecursionError):
+        members = None
+    if not isinstance(members, list) or not all(isinstance(m, str) for m in members):
+        log.warning("history conversation %s: stored member list damaged: shown as empty", cid)
+        return []
+    return members
