@@ -42,7 +42,7 @@ class MessageActions(ModalScreen[str | None]):
         with Vertical(classes="dialog", id="message-actions"):
             yield Static("Message", classes="dialog-title")
             yield Static(plain(quote_words(self.record), newlines=False), id="message-quote")
-            with Horizontal(classes="buttons"):
+            with Horizontal(classes="buttons choices"):
                 yield Button("Reply (r)", id="reply", variant="primary")
                 yield Button("React (+)", id="react")
                 if self.mine:
@@ -74,7 +74,7 @@ class ReactionPicker(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog", id="reaction-picker"):
             yield Static("React (1-6; again to take it back)", classes="dialog-title")
-            with Horizontal(classes="buttons"):
+            with Horizontal(classes="buttons choices"):
                 for i, emoji in enumerate(REACTIONS):
                     label = f"{emoji}{' ✓' if emoji in self.given else ''}"
                     yield Button(plain(label, newlines=False), id=f"emoji-{i}")
