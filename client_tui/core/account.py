@@ -143,6 +143,7 @@ async def open_local(c: ChatClient, bundle: keystore.KeyBundle, passphrase: str,
     c.receipts.load(meta)
     c.expiry.load(meta)
     c.inbox.seen = await c.history.seen()
+    await c.pending.load()
     c._pos = max(float(c.progress.cursor), await c.history.max_pos())
     for conv in await c.history.conversations():
         c.titles[conv["id"]] = conv["title"]

@@ -331,6 +331,10 @@ class History:
             where, args = where + " AND sender=?", (*args, sender)
         return await self._call(self._select, where, args)
 
+    async def ignored(self, reason: str) -> list[Record]:
+        """Documents kept as ``ignored`` with ``reason`` (an error code), oldest first."""
+        return await self._call(self._select, "state='ignored' AND reason=?", (reason,))
+
     async def by_seq(self, seq: int) -> Record | None:
         """The record stored under ``seq``; if several are (a seq the relay handed out again), the newest."""
         rows = await self._call(self._select, "seq=?", (seq,))

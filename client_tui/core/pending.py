@@ -4,14 +4,17 @@ an action is kept as an ``ignored`` row (``unknown_reference``) and held here; w
 arrives it is applied to it, with the same checks (the author of an edit or delete, a member now),
 before the message is stored or shown: a delete that came first means it is never shown.
 
-Held in memory, at most :data:`MAX_PENDING` per conversation (the oldest dropped, logged): a
-relay, or a member, sending actions on ids that never come cannot grow it without bound.
+Held in memory (and again after a restart, from the stored rows), at most :data:`MAX_PENDING`
+per conversation (the oldest dropped, logged): a relay, or a member, sending actions on ids that
+never come cannot grow it without bound.
 """
 
 from __future__ import annotations
 
 import logging
 from typing import TYPE_CHECKING
+
+from shared.errors import ErrorCode
 
 from . import annotate
 from .events import RecordChanged
@@ -35,6 +38,15 @@ class Pending:
     def __init__(self, client: ChatClient) -> None:
         self.c = client
         self.held: dict[str, list[Record]] = {}  # conversation -> actions, oldest first
+
+    async def load(self) -> None:
+        """Hold again what was held when the client stopped: the actions stored ``ignored`` with
+        ``unknown_reference`` (they keep their document until applied), oldest first."""
+        if self.c.history is None:
+            return
+        for rec in await self.c.history.ignored(ErrorCode.UNKNOWN_REFERENCE):
+            if rec.content.t in ("edit", "delete", "react") and rec.content.ref:
+                self.hold(rec)
 
     def hold(self, rec: Record) -> None:
         """Keep the action ``rec`` (its ``ref`` is not stored here) until its message arrives."""

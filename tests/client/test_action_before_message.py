@@ -4,10 +4,11 @@ the message is never shown."""
 
 import logging
 
-from client_tui.core import pending
+from client_tui.core import ChatClient, keystore, pending
 from client_tui.core.record import RecordState, now_ms
 from shared import envelope
 from shared.content import Delete, Edit, React, Text
+from tests.helpers.config import FAST_KDF
 
 
 def sealer(relay, sender):
@@ -80,3 +81,26 @@ async def test_at_most_max_pending_actions_are_held_per_conversation(offline_bob
     reactions = [(await bob.history.by_mid(mid_of(m), "conv-1"))[0].content.reactions for m in msgs]
     assert reactions == [{}, {"👍": ["carol"]}, {"👍": ["carol"]}, {"👍": ["carol"]}]
     assert bob.pending.held["conv-1"] == []
+
+
+async def test_a_held_delete_is_still_applied_after_a_restart(offline_bob, tmp_path):
+    bob, relay = offline_bob
+    seal = sealer(relay, "alice")
+    t0 = now_ms()
+    msg = seal(Text("burn after reading", ts=t0, ctr=1))
+    await relay.deliver(seal(Delete(ref=mid_of(msg), ts=t0 + 1000, ctr=2)), sender="alice")
+    await bob.close()
+    again = ChatClient(bob.server_url, "bob", tmp_path / "clients", kdf=FAST_KDF)
+    try:
+        await again.open_local(keystore.load_bundle(again.keystore_path, "bob passphrase"), "bob passphrase")
+        again.contacts.update(bob.contacts)
+        again.members["conv-1"] = ["alice", "bob", "carol"]
+        again._key_fetched_at = dict(bob._key_fetched_at)
+        assert [r.content.t for r in again.pending.held["conv-1"]] == ["delete"]
+        again.membership.chains.setdefault("conv-1", bob.membership.chains["conv-1"])
+        relay.client = again  # the same relay (its log, its seqs) now talks to the restarted client
+        await relay.deliver(msg, sender="alice")
+        (rec,) = await again.history.by_mid(mid_of(msg), "conv-1")
+        assert (rec.state, rec.text) == (RecordState.DELETED, None)
+    finally:
+        await again.close()
