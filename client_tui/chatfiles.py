@@ -245,7 +245,9 @@ class ChatFiles:
         out: Path | None = None
         try:
             out = await asyncio.to_thread(reserve, folder, name)
-            await self.client.attachments.save(rec.mid, out, progress=bar.progress)
+            await self.client.attachments.save(
+                rec.mid, out, conversation=rec.conversation, sender=rec.sender, progress=bar.progress
+            )
         except (E2EEError, OSError, TimeoutError) as exc:
             if out is not None:
                 out.unlink(missing_ok=True)
@@ -276,7 +278,9 @@ class ChatFiles:
         try:
             try:
                 out = await asyncio.to_thread(reserve, folder, name)
-                await self.client.attachments.save(rec.mid, out, progress=bar.progress)
+                await self.client.attachments.save(
+                    rec.mid, out, conversation=rec.conversation, sender=rec.sender, progress=bar.progress
+                )
             finally:
                 bar.remove()
             proc = await asyncio.create_subprocess_exec(

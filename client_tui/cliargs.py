@@ -134,6 +134,8 @@ def build_parser() -> argparse.ArgumentParser:
     g = add("get-attachment", "save the file of an attachment message stored here (verified; mode 0600)")
     _mid(g)
     g.add_argument("--out", type=Path, required=True, help="the file to write (never replaces one)")
+    g.add_argument("--conversation", help="the message's conversation (when its id names several here)")
+    g.add_argument("--from", dest="sender", help="the message's author (when its id names several here)")
 
     t = add("tail", "print the latest messages, then new ones (offline: the stored ones)")
     t.add_argument("--conversation", help="only this conversation")

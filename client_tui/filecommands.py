@@ -79,10 +79,11 @@ async def get_attachment(args) -> int:
     try:
         await client.connect()
         await client.wait_synced()  # the message may have arrived since this machine last synced
-        ref = await client.attachments.reference(args.mid)
+        which = {"conversation": args.conversation, "sender": args.sender}
+        ref = await client.attachments.reference(args.mid, **which)
         bar = ProgressBar(f"download {ref.name}")
         try:
-            await client.attachments.save(args.mid, out, progress=bar)
+            await client.attachments.save(args.mid, out, progress=bar, **which)
         finally:
             bar.close()
         print(f"saved {out} ({ref.size} bytes, {one_line(ref.type)}, SHA-256 of the blob verified)")

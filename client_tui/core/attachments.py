@@ -32,6 +32,7 @@ from shared.b64 import b64u_decode, b64u_encode
 from shared.content import AttachmentRef
 from shared.errors import BlobTooLarge, InvalidRequest, QuotaExceeded
 
+from .errors import UnknownReference
 from .outbox import SEND_TIMEOUT_S
 from .private import PrivateStream
 from .record import Doc, Record
@@ -269,22 +270,49 @@ class Attachments:
             await self.c.outgoing.stored(item, timeout)
         return item.record
 
-    async def reference(self, mid: str) -> AttachmentRef:
-        """The reference carried by the attachment message ``mid`` stored here.
+    async def reference(self, mid: str, *, conversation: str | None = None, sender: str | None = None) -> AttachmentRef:
+        """The reference carried by the attachment message ``mid`` stored here (in
+        ``conversation``, written by ``sender``).
+
+        A mid is unique per sender, not globally (any member, helped by a relay that reads the
+        headers, can reuse another's), so a mid naming several stored messages is refused rather
+        than resolved to the first one stored.
 
         Raises:
             UnknownReference: no message ``mid`` here; InvalidRequest (``field`` ``mid``): it
-                carries no file.
+                carries no file, or it names several messages (``--conversation``/``--from`` tell
+                which).
         """
-        rec = await self.c.messaging.message(mid)
+        found = await self.c.history.by_mid(mid, conversation) if self.c.history is not None else []
+        found = [r for r in found if r.is_message and (sender is None or r.sender == sender)]
+        if not found:
+            raise UnknownReference(f"no message {mid} here", field="mid")
+        if len(found) > 1:
+            which = ", ".join(sorted(f"{r.sender} in {r.conversation}" for r in found))
+            raise InvalidRequest(
+                f"message id {mid} names {len(found)} messages here ({which}): "
+                "say which with --conversation and/or --from",
+                field="mid",
+            )
+        rec = found[0]
         if rec.content.t != "attachment" or not rec.content.att:
             raise InvalidRequest(f"message {mid} carries no file", field="mid")
         return msgspec.convert(rec.content.att, AttachmentRef)
 
-    async def save(self, mid: str, out: Path, *, progress: Progress | None = None) -> Path:
-        """Download, verify and open the file of attachment message ``mid`` into ``out`` (0600).
+    async def save(
+        self,
+        mid: str,
+        out: Path,
+        *,
+        conversation: str | None = None,
+        sender: str | None = None,
+        progress: Progress | None = None,
+    ) -> Path:
+        """Download, verify and open the file of attachment message ``mid`` (in ``conversation``,
+        by ``sender``) into ``out`` (0600).
 
         Raises:
             as :meth:`reference` and :func:`download`.
         """
-        return await download(self.c.rest, await self.reference(mid), out, progress=progress)
+        ref = await self.reference(mid, conversation=conversation, sender=sender)
+        return await download(self.c.rest, ref, out, progress=progress)
