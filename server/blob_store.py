@@ -22,12 +22,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 
 from shared.b64 import b64u_encode
-from shared.errors import Forbidden, NotFound, QuotaExceeded
+from shared.errors import Forbidden, NotFound, QuotaExceeded, RateLimited
 
 from .models import Blob, BlobFetch, BlobPart, Member, User
 
 PART_BYTES = 1024 * 1024  # bytes per blob_parts row (a download reads parts in order until none is left)
 INCOMPLETE_BLOB_MS = 3_600_000  # an upload not completed within an hour is abandoned
+UPLOAD_RETRY_S = 1.0  # Retry-After of an upload refused for too many in progress
 
 
 def new_blob_id() -> str:
@@ -35,15 +36,35 @@ def new_blob_id() -> str:
     return b64u_encode(os.urandom(16))
 
 
-def begin(blob_id: str, cid: str, owner_id: int, now_ms: int) -> Callable[[Session], int]:
-    """A write op: the row of a blob being uploaded (not complete) and a fetch row for each member
-    of ``cid`` now (the owner's already fetched). Returns how many may fetch it.
+def begin(blob_id: str, cid: str, owner_id: int, now_ms: int, max_uploads: int) -> Callable[[Session], int]:
+    """A write op: the row of a blob being uploaded (not complete, ``size`` 0: the bytes stored so
+    far, counted by :func:`put_part`) and a fetch row for each member of ``cid`` now (the owner's
+    already fetched). Returns how many may fetch it.
+
+    At most ``max_uploads`` uploads of one owner are in progress at once (counted in the database
+    under the owner's row lock, so across relays sharing one PostgreSQL; an upload whose relay
+    stopped counts until retention deletes it, :data:`INCOMPLETE_BLOB_MS`).
 
     Raises:
         Forbidden: the owner is no longer a member of ``cid`` (removed since the check).
+        RateLimited: ``max_uploads`` uploads of the owner are already in progress.
     """
 
     def op(s: Session) -> int:
+        _lock_owner(s, owner_id)
+        open_uploads = s.execute(
+            select(func.count()).where(
+                Blob.owner_id == owner_id,
+                Blob.complete.is_(False),
+                Blob.created_at_ms > now_ms - INCOMPLETE_BLOB_MS,
+            )
+        ).scalar_one()
+        if open_uploads >= max_uploads:
+            raise RateLimited(
+                f"{open_uploads} uploads in progress (at most {max_uploads} at once)",
+                retry_after=UPLOAD_RETRY_S,
+                field="max_uploads_per_user",
+            )
         members = list(s.execute(select(Member.user_id).where(Member.conversation_id == cid)).scalars())
         if owner_id not in members:
             raise Forbidden("not a member of this conversation", field="conversation")
@@ -57,34 +78,45 @@ def begin(blob_id: str, cid: str, owner_id: int, now_ms: int) -> Callable[[Sessi
     return op
 
 
-def put_part(blob_id: str, part: int, data: bytes) -> Callable[[Session], None]:
-    """A write op storing part ``part`` (0-based) of a blob's bytes (at most :data:`PART_BYTES`)."""
+def put_part(blob_id: str, owner_id: int, part: int, data: bytes, quota: int) -> Callable[[Session], None]:
+    """A write op storing part ``part`` (0-based) of a blob's bytes (at most :data:`PART_BYTES`) and
+    adding its length to the blob's ``size``, if every blob of the owner — complete or still
+    uploading — and it stay within ``quota`` bytes. Checked in the transaction under the owner's
+    row lock (PostgreSQL: ``SELECT … FOR UPDATE``; SQLite: one writer), so parallel uploads, on one
+    relay or several, never store more than the quota between them.
+
+    Raises:
+        QuotaExceeded: over the quota (nothing stored; the caller discards the blob).
+    """
 
     def op(s: Session) -> None:
+        _lock_owner(s, owner_id)
+        used = _stored(s, owner_id)
+        if used + len(data) > quota:
+            raise quota_exceeded(quota, used)
         s.add(BlobPart(blob_id=blob_id, part=part, data=data))
+        s.execute(update(Blob).where(Blob.id == blob_id).values(size=Blob.size + len(data)))
 
     return op
 
 
 def finish(blob_id: str, owner_id: int, size: int, quota: int) -> Callable[[Session], None]:
-    """A write op marking a blob of ``size`` bytes complete, if the owner's complete blobs and it
-    stay within ``quota`` bytes (checked in the transaction: two uploads racing cannot both pass;
-    on PostgreSQL the owner's row is locked for it).
+    """A write op marking a blob of ``size`` bytes complete: its parts (:func:`put_part`) must
+    hold exactly ``size`` bytes, and the owner's blobs stay within ``quota`` bytes (they do, as
+    every part was counted when stored; checked again under the owner's row lock).
 
     Raises:
-        QuotaExceeded: over the quota (the caller discards the blob).
+        QuotaExceeded: over the quota, or the parts do not add up to ``size`` (the caller
+            discards the blob).
     """
 
     def op(s: Session) -> None:
-        s.execute(select(User.id).where(User.id == owner_id).with_for_update())
-        used = s.execute(
-            select(func.coalesce(func.sum(Blob.size), 0)).where(
-                Blob.owner_id == owner_id, Blob.complete.is_(True), Blob.id != blob_id
-            )
-        ).scalar_one()
-        if used + size > quota:
+        _lock_owner(s, owner_id)
+        used = _stored(s, owner_id)
+        stored = s.execute(select(Blob.size).where(Blob.id == blob_id)).scalar_one_or_none()
+        if stored != size or used > quota:
             raise quota_exceeded(quota, used)
-        s.execute(update(Blob).where(Blob.id == blob_id).values(size=size, complete=True))
+        s.execute(update(Blob).where(Blob.id == blob_id).values(complete=True))
 
     return op
 
@@ -141,6 +173,18 @@ def _delete(s: Session, ids: list[str]) -> None:
         s.execute(delete(Blob).where(Blob.id.in_(ids)))
 
 
+def _lock_owner(s: Session, owner_id: int) -> None:
+    """Lock the owner's ``users`` row for the transaction (PostgreSQL; SQLite has one writer):
+    quota and upload counts of one owner are checked and changed one transaction at a time."""
+    s.execute(select(User.id).where(User.id == owner_id).with_for_update())
+
+
+def _stored(s: Session, owner_id: int) -> int:
+    """Bytes of every blob of ``owner_id``: complete ones and the parts of uploads in progress."""
+    used = s.execute(select(func.coalesce(func.sum(Blob.size), 0)).where(Blob.owner_id == owner_id)).scalar_one()
+    return int(used)
+
+
 def quota_exceeded(quota: int, used: int) -> QuotaExceeded:
     """The error for an upload past ``quota`` bytes with ``used`` bytes stored."""
     return QuotaExceeded(
@@ -156,10 +200,8 @@ async def is_member(session: AsyncSession, cid: str, user_id: int) -> bool:
 
 
 async def used_bytes(session: AsyncSession, owner_id: int) -> int:
-    """Bytes of the complete blobs ``owner_id`` has stored."""
-    used = await session.execute(
-        select(func.coalesce(func.sum(Blob.size), 0)).where(Blob.owner_id == owner_id, Blob.complete.is_(True))
-    )
+    """Bytes ``owner_id`` has stored: complete blobs plus the parts of uploads in progress."""
+    used = await session.execute(select(func.coalesce(func.sum(Blob.size), 0)).where(Blob.owner_id == owner_id))
     return int(used.scalar_one())
 
 

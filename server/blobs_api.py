@@ -7,8 +7,10 @@ returns it to its owner and to the members of the conversation when it was uploa
 Neither direction holds a blob whole: an upload is streamed into the database in parts of
 :data:`server.blob_store.PART_BYTES`, counted against ``max_blob_bytes`` (by
 :mod:`server.bodycap`, from ``Content-Length`` before a byte is read and again while it streams
-in) and against the uploader's ``blob_quota_bytes`` (here, the same two ways); a download is
-streamed part by part. A refused or broken upload leaves nothing stored.
+in) and against the uploader's ``blob_quota_bytes`` (here from ``Content-Length``, then by
+:func:`server.blob_store.put_part` for each part, in the database, counting the parts of every
+upload in progress); at most ``max_uploads_per_user`` uploads of one user are in progress at once.
+A download is streamed part by part. A refused or broken upload leaves nothing stored.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from collections.abc import AsyncIterator
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response, StreamingResponse
 
-from shared.errors import AuthFailed, Forbidden, InvalidRequest, QuotaExceeded
+from shared.errors import AuthFailed, Forbidden, InvalidRequest, QuotaExceeded, RateLimited
 
 from . import blob_store, queries
 from .models import User
@@ -61,8 +63,9 @@ async def upload(request: Request) -> Response:
     the conversation ``?conversation=CID``, which the caller must be a member of. 201
     ``{"id", "size"}``.
 
-    Raises (as typed answers): BlobTooLarge [413], QuotaExceeded [413] (with ``Connection:
-    close``: the rest of the body is not read), Forbidden [403] (not a member), InvalidRequest
+    Raises (as typed answers): BlobTooLarge [413], QuotaExceeded [413] and RateLimited [429]
+    (``max_uploads_per_user`` uploads already in progress) (both with ``Connection: close``: the
+    rest of the body is not read), Forbidden [403] (not a member), InvalidRequest
     (no conversation, an empty body), UnsupportedMediaType [415].
     """
     st = _state(request)
@@ -81,8 +84,8 @@ async def upload(request: Request) -> Response:
         if declared.isdigit() and int(declared) > room:
             raise blob_store.quota_exceeded(st.settings.blob_quota_bytes, used)
         blob_id, size = await _store(request, st, user, cid, room, used)
-    except QuotaExceeded as exc:
-        log.info("POST /v1/blobs refused code=%s user=%s", exc.code, user.username)
+    except (QuotaExceeded, RateLimited) as exc:
+        log.info("POST /v1/blobs refused code=%s user=%s: %s", exc.code, user.username, exc)
         resp = error_response(exc)
         resp.headers["Connection"] = "close"
         return resp
@@ -94,7 +97,7 @@ async def _store(request: Request, st: State, user: User, cid: str, room: int, u
     """Stream the body into a new blob, one part written while the next is read (at most one
     write in flight); on any failure delete what was stored and re-raise."""
     blob_id = blob_store.new_blob_id()
-    await st.writer.run(blob_store.begin(blob_id, cid, user.id, now_ms()))
+    await st.writer.run(blob_store.begin(blob_id, cid, user.id, now_ms(), st.settings.max_uploads_per_user))
     size, parts, pending = 0, 0, bytearray()
     writing: asyncio.Future[None] | None = None
 
@@ -102,7 +105,8 @@ async def _store(request: Request, st: State, user: User, cid: str, room: int, u
         nonlocal writing, parts
         if writing is not None:
             await writing
-        writing = asyncio.ensure_future(st.writer.run(blob_store.put_part(blob_id, parts, data), background=True))
+        op = blob_store.put_part(blob_id, user.id, parts, data, st.settings.blob_quota_bytes)
+        writing = asyncio.ensure_future(st.writer.run(op, background=True))
         parts += 1
 
     try:

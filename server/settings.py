@@ -172,7 +172,13 @@ class Settings:
     )
     blob_quota_bytes: int = field(
         default=250 * 1024 * 1024,
-        metadata={"help": "attachment blobs one user may have stored at once, bytes (until retention deletes them)"},
+        metadata={
+            "help": "attachment blobs one user may have stored at once, bytes, uploads in progress "
+            "included (until retention deletes them)"
+        },
+    )
+    max_uploads_per_user: int = field(
+        default=4, metadata={"help": "attachment uploads one user may have in progress at once; past it: 429"}
     )
     max_preauth_ws: int = field(default=256, metadata={"help": "websockets not yet authenticated, in total"})
     max_preauth_ws_per_ip: int = field(
@@ -259,6 +265,7 @@ class Settings:
             "max_json_body_bytes",
             "max_blob_bytes",
             "blob_quota_bytes",
+            "max_uploads_per_user",
             "max_preauth_ws",
             "max_preauth_ws_per_ip",
             "max_password_hashes",
