@@ -69,10 +69,10 @@ async def test_parallel_uploads_cannot_store_more_than_the_quota(chat, caplog): 
         done = await asyncio.gather(*tasks)
     codes = sorted(r.status_code for r in done)
     assert held <= QUOTA, f"{held} bytes stored for one user with a {QUOTA}-byte quota"
-    assert codes.count(429) == N - s.max_uploads_per_user  # past the cap: refused before a part is stored
+    # past the cap of 4: 429 before a part is stored (how many depends on when refused ones free
+    # their slots; the cap test below pins the 429 itself)
     assert codes.count(201) <= 1 and set(codes) <= {201, 413, 429}
-    assert "refused code=rate_limited user=alice" in caplog.text
-    assert "refused code=quota_exceeded user=alice" in caplog.text
+    assert caplog.text.count("POST /v1/blobs refused code=") == N - codes.count(201)
     await _settled(s)
     assert (
         stored(s) == sum(size for (size,) in rows(s, "SELECT size FROM blobs WHERE complete = 1")) <= QUOTA
