@@ -6,7 +6,7 @@
     e2ee-chat register --user dora [--bits 3072]           # create an account without the window
     e2ee-chat send --user alice --to bob --text "hi"       # send one message, print its seq
     e2ee-chat send --to bob --attach report.pdf [--text C] # send a file (progress on stderr)
-    e2ee-chat get-attachment MID --out PATH                # save a received file (verified, 0600)
+    e2ee-chat get-attachment MID --out PATH [--conversation CID] [--from USER]  # save a received file (verified, 0600)
     e2ee-chat send --to bob --reply MID --text "yes"       # a reply quoting message MID
     e2ee-chat edit MID --text "fixed" | delete MID | react MID 👍 [--off]   # your messages; anyone's (react)
     e2ee-chat expire --to bob 3600                         # disappearing messages for everyone (0: off)
