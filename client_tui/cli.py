@@ -182,6 +182,8 @@ def _prepare(parser: argparse.ArgumentParser, argv: list[str] | None):
         usage.error(f"keys {args.action} needs --file")
     if args.command == "send" and args.text is None and not args.attach:
         usage.error("send needs --text, --attach, or both (the text is then the file's caption)")
+    if args.command == "send" and args.attach and args.reply:
+        usage.error("--reply and --attach cannot be combined: a file is not sent as a reply (send the reply as text)")
     return args
 
 

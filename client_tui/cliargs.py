@@ -101,7 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
     target.add_argument("--conversation", dest="conversation", help="conversation id")
     s.add_argument("--text", help="the message ('-' reads standard input); with --attach, its caption")
     s.add_argument("--attach", metavar="PATH", help="send this file (sealed here, stored by the relay as ciphertext)")
-    s.add_argument("--reply", metavar="MID", help="a reply quoting message MID (its id, as tail prints it)")
+    s.add_argument(
+        "--reply", metavar="MID", help="a reply quoting message MID (its id, as tail prints it); not with --attach"
+    )
     s.add_argument("--title", help="title if a conversation is created")
     s.add_argument(
         "--wait-delivered",

@@ -17,6 +17,7 @@ from typing import TextIO
 from shared.errors import InvalidRequest
 
 from .commands import find_conversation, logged_in
+from .core.attachments import check_file
 from .safe import one_line
 
 MiB = 1024 * 1024
@@ -52,8 +53,7 @@ class ProgressBar:
 async def send_file(args) -> int:
     """``send --attach PATH [--text CAPTION]``: upload, then send the reference; prints its seq."""
     path = Path(args.attach)
-    if not path.is_file():
-        raise InvalidRequest(f"{path}: no such file", field="attach")
+    check_file(path)
     caption = "" if args.text is None else (sys.stdin.read() if args.text == "-" else args.text)
     client, _ = await logged_in(args)
     bar = ProgressBar(f"upload {path.name}")

@@ -18,6 +18,8 @@ import contextlib
 import logging
 import mimetypes
 import os
+import stat
+import unicodedata
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -41,7 +43,7 @@ from .rest import Rest, relay_error
 if TYPE_CHECKING:
     from .client import ChatClient
 
-__all__ = ["Attachments", "Progress", "upload", "download", "blob_path", "HOP_BYTES"]
+__all__ = ["Attachments", "Progress", "upload", "download", "blob_path", "check_file", "HOP_BYTES"]
 
 log = logging.getLogger("e2ee.client.attachments")
 Progress = Callable[[int, int], None]
@@ -57,6 +59,59 @@ def _no_progress(done: int, total: int) -> None:
 def _media_type(name: str) -> str:
     guessed = mimetypes.guess_type(name, strict=False)[0]
     return guessed if guessed and ";" not in guessed else OCTETS
+
+
+def check_file(path: Path) -> None:
+    """Refuse, in a user's words, a ``path`` that cannot be sent as a file: missing, a folder, not
+    a regular file (a device such as ``/dev/null``, a pipe, a socket) or not readable.
+
+    Raises:
+        InvalidRequest: naming ``path`` and what it is (``field`` ``file``).
+    """
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise InvalidRequest(f"{path}: no such file", field="file") from None
+    except OSError as exc:
+        why = (exc.strerror or "system error").lower()
+        raise InvalidRequest(f"{path}: cannot be read ({why})", field="file") from None
+    if stat.S_ISDIR(mode):
+        raise InvalidRequest(f"{path} is a folder, not a file: give a file in it", field="file")
+    if not stat.S_ISREG(mode):
+        raise InvalidRequest(f"{path} is not a regular file (a device, pipe or socket): give a file", field="file")
+    if not os.access(path, os.R_OK):
+        raise InvalidRequest(f"{path}: cannot be read (permission denied)", field="file")
+
+
+def _check_name(name: str) -> None:
+    """Refuse a file name an attachment reference cannot carry (:func:`shared.content.check`'s
+    ``att.name`` rule), in words that name the file and suggest renaming it.
+
+    Raises:
+        InvalidRequest: the name is empty, ``.``/``..``, a path, over
+            :data:`~shared.content.MAX_NAME_CHARS` characters, or has control characters.
+    """
+    why = (
+        "it has control characters (escape sequences, tabs, newlines)"
+        if any(unicodedata.category(ch) == "Cc" for ch in name)
+        else f"it is longer than {content.MAX_NAME_CHARS} characters"
+        if len(name) > content.MAX_NAME_CHARS
+        else "it is not a file name"
+        if not name or name in (".", "..") or "/" in name or "\\" in name
+        else "it is not valid UTF-8"
+        if not name.isprintable() and _surrogates(name)
+        else ""
+    )
+    if why:
+        raise InvalidRequest(f"the file name {name!r} cannot be sent: {why}; rename the file", field="file")
+
+
+def _surrogates(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _take(pieces: Iterator[bytes], limit: int) -> list[bytes]:
@@ -92,8 +147,9 @@ async def upload(
         progress: called with (blob bytes sent, blob size) after each piece.
 
     Raises:
-        InvalidRequest: not a regular file, or it changed size while read (``field`` ``file``).
-        ContentInvalid: a name or media type a reference cannot carry (before anything is sent).
+        InvalidRequest: not a regular file, a file name that cannot be sent (control characters,
+            too long: the user is asked to rename it), or it changed size while read (``field`` ``file``).
+        ContentInvalid: a media type a reference cannot carry (before anything is sent).
         BlobTooLarge, QuotaExceeded: the relay's limits (``GET /v1/blob-limits``) leave no room for
             it: refused before anything is sealed or sent.
         ClientError: the relay's refusal (``forbidden``, or a limit another upload reached first
@@ -103,6 +159,7 @@ async def upload(
     path = Path(path)
     name = name or path.name
     media_type = media_type or _media_type(name)
+    _check_name(name)
     content.check(
         content.Attachment(att=_ref("x", bytes(32), name, media_type, 0, bytes(32), chunk), body="", ts=0, ctr=1)
     )

@@ -5,9 +5,14 @@ progress bar drawn on standard error in place on a terminal or a line per 10 % o
 from __future__ import annotations
 
 import io
+import os
+
+import pytest
 
 from client_tui import cli
+from client_tui.core.attachments import _check_name
 from client_tui.filecommands import ProgressBar
+from shared.errors import InvalidRequest
 from tests.helpers.cli import run
 
 MiB = 1024 * 1024
@@ -59,3 +64,45 @@ def test_refusals_are_one_line(profiles, monkeypatch, capsys, tmp_path):
     code, _, err = run(monkeypatch, capsys, "bob", "get-attachment", "A" * 22, "--out", str(tmp_path / "y.bin"))
     assert code == 1 and "no message" in err
     assert "Traceback" not in err
+
+
+def test_a_file_cannot_be_a_reply_so_reply_with_attach_is_a_usage_error(profiles, monkeypatch, capsys, tmp_path):
+    (tmp_path / "a.txt").write_text("file")
+    code, _, err = run(monkeypatch, capsys, "alice", "send", "--to", "bob", "--attach", str(tmp_path / "a.txt"))
+    assert code == 0
+    argv = ["send", "--to", "bob", "--attach", str(tmp_path / "a.txt"), "--reply", "A" * 22]
+    try:
+        code, _, err = run(monkeypatch, capsys, "alice", *argv)
+    except SystemExit as exc:
+        code, err = exc.code, capsys.readouterr().err
+    assert code == 2 and "--reply and --attach cannot be combined" in err and "usage: e2ee-chat send" in err
+    code, out, _ = run(monkeypatch, capsys, "alice", "tail", "--json", "-n", "5")
+    assert code == 0 and out.count('"type": "attachment"') == 1  # nothing was sent by the refused command
+
+
+def test_attach_says_what_the_path_is_and_which_name_to_change(profiles, monkeypatch, capsys, tmp_path):
+    (tmp_path / "adir").mkdir()
+    code, _, err = run(monkeypatch, capsys, "alice", "send", "--to", "bob", "--attach", str(tmp_path / "adir"))
+    assert code == 1 and "adir is a folder, not a file" in err and "no such file" not in err
+    code, _, err = run(monkeypatch, capsys, "alice", "send", "--to", "bob", "--attach", "/dev/null")
+    assert code == 1 and "/dev/null is not a regular file (a device" in err
+    bad = tmp_path / "esc\x1b[31mred\x1b[0m.txt"
+    bad.write_text("x")
+    code, _, err = run(monkeypatch, capsys, "alice", "send", "--to", "bob", "--attach", str(bad))
+    assert code == 1 and "has control characters" in err and "rename the file" in err
+    assert "esc\\x1b[31mred" in err and "\x1b" not in err and "att.name" not in err
+    locked = tmp_path / "locked.txt"
+    locked.write_text("x")
+    locked.chmod(0)
+    if os.geteuid() != 0:  # root reads any file
+        code, _, err = run(monkeypatch, capsys, "alice", "send", "--to", "bob", "--attach", str(locked))
+        assert code == 1 and "locked.txt: cannot be read (permission denied)" in err
+    code, out, _ = run(monkeypatch, capsys, "alice", "tail", "--json", "-n", "5")
+    assert code == 0 and out.count('"type": "attachment"') == 0  # nothing of the refused files reached the relay
+
+
+def test_a_name_over_255_characters_is_named_with_a_rename_hint():
+    with pytest.raises(InvalidRequest) as refused:
+        _check_name("a" * 256 + ".txt")
+    assert "longer than 255 characters" in refused.value.message and "rename the file" in refused.value.message
+    _check_name("a" * 251 + ".txt")  # 255: sent
