@@ -143,15 +143,16 @@ class ChatScreen(ChatActions, ChatDialogs, ChatFiles, ChatPanes, Screen):
         name = c.titles.get(self.conversation, self.conversation) or "no conversation"
         t = Text()
         t.append(one_line(name), style="bold")
+        # what matters most first: a narrow terminal cuts the end of the line, not the timer
+        seconds = c.expiry.timers.get(self.conversation, 0)
+        if seconds:
+            t.append(f"  ·  ⏱ {timer_words(seconds)}", style="bold")
+        if self.conversation in c.inactive:
+            t.append("  ·  you are no longer a member", style="bold")
         named = {n.strip() for n in name.split(",")}
         if members and set(members) != named:  # a title made of the member names says it already
             t.append("  ·  " + one_line(", ".join(members)))
         t.append(f"  ·  end-to-end encrypted as {one_line(c.username)}", style="italic")
-        if self.conversation in c.inactive:
-            t.append("  ·  you are no longer a member", style="bold")
-        seconds = c.expiry.timers.get(self.conversation, 0)
-        if seconds:
-            t.append(f"  ·  ⏱ {timer_words(seconds)}", style="bold")
         return t
 
     # -- status bar --------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from pathlib import Path
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Label, Select, Static
 
@@ -98,7 +98,8 @@ class SettingsScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         p = self.prefs
-        with Vertical(classes="dialog"):
+        # scrolls when taller than the terminal (80x24 hid mute and Close below the edge)
+        with VerticalScroll(classes="dialog", id="settings"):
             yield Static("Settings", classes="dialog-title")
             yield Label("theme")
             yield Select([(t, t) for t in THEMES], value=p.theme, allow_blank=False, id="theme")

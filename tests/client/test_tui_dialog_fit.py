@@ -9,6 +9,7 @@ from textual.widgets import Button
 
 from client_tui.app import ChatApp
 from client_tui.msgdialogs import REACTIONS, MessageActions, ReactionPicker
+from client_tui.prefs import SettingsScreen
 from tests.client.test_tui_messaging import receive
 from tests.helpers.clients import wait_until
 from tests.helpers.tui import alive, chat_shown, offline_client, screen_ready, screen_text
@@ -60,4 +61,34 @@ async def test_every_message_action_and_reaction_is_on_screen(bob, size):
         assert all(emoji in text for emoji in REACTIONS), text
         await pilot.press("6")
         await wait_until(lambda: "🙏 1" in screen_text(app))
+        assert alive(app)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+async def test_settings_scroll_to_mute_and_close_and_the_title_keeps_the_timer(bob, size):
+    """Newcomer F10: at 80×24 Settings ended below the screen edge (mute and Close unreachable)
+    and the title bar cut "⏱ 5 min" to "⏱ 5"."""
+    client, relay = bob
+    await client.expiry.set("conv-1", 300, "alice")
+    client.titles["conv-1"] = "[b]Team[/b] x"
+    async with ChatApp(client, "conv-1").run_test(size=size) as pilot:
+        app = pilot.app
+        await wait_until(lambda: chat_shown(app))
+        title = app.chat.query_one("#title")
+        await wait_until(lambda: "⏱ 5 min" in screen_text(app).splitlines()[title.region.y])
+        await pilot.press("f3")
+        await wait_until(lambda: screen_ready(app, SettingsScreen))
+        dialog = app.screen.query_one("#settings")
+        assert app.screen.region.contains_region(dialog.region), (dialog.region, app.screen.region)
+        for wanted in ("mute", "close"):
+            for _ in range(12):
+                if app.screen.focused is not None and app.screen.focused.id == wanted:
+                    break
+                await pilot.press("tab")
+            await pilot.pause()
+            widget = app.screen.query_one(f"#{wanted}")
+            await wait_until(lambda widget=widget: dialog.region.contains_region(widget.region))
+            assert app.screen.focused is widget
+        await pilot.press("enter")  # Close
+        await wait_until(lambda: app.screen is app.chat)
         assert alive(app)
