@@ -44,7 +44,10 @@ HELP_TEXT = {
     "members": "Add or remove members of this conversation",
     "escape": "Cancel a reply or an edit; close the inspector",
     "settings": "Settings: theme, notifications, read receipts; mute and disappearing messages here",
-    "message_menu": "The selected message (else the last): r reply, + react, e edit and d delete (your own)",
+    "message_menu": (
+        "The selected message (else the last): r reply, + react, e edit and d delete (your own), "
+        "s save and o open a file"
+    ),
     "search": "Search your messages on this machine (/ in an empty composer, or Ctrl+F)",
     "reconnect": "Reconnect now (after a refused password: type it again)",
     "attach": "Attach a file: starts /attach PATH [caption] in the composer (Enter sends it)",

@@ -71,6 +71,8 @@ class ChatActions:
                 self.ask_delete(rec)
             elif choice == "react":
                 self.ask_reaction(rec)
+            elif choice in ("save", "open"):
+                self.file_action(choice, rec)  # type: ignore[attr-defined]  # ChatFiles
 
         self.app.push_screen(MessageActions(rec, self._mine(rec)), chosen)
 

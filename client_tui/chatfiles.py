@@ -226,11 +226,18 @@ class ChatFiles:
             return None
         return target
 
+    def file_action(self, choice: str, rec: Record) -> None:
+        """F4's "save" or "open" on ``rec`` (a message with a file)."""
+        (self.save_file if choice == "save" else self.open_file)(rec)
+
     def action_save_file(self) -> None:
         """Ctrl+S: save the selected message's file (asks for the folder)."""
         rec = self.file_target()
-        if rec is None:
-            return
+        if rec is not None:
+            self.save_file(rec)
+
+    def save_file(self, rec: Record) -> None:
+        """Ask for the folder, then save ``rec``'s file there."""
         name = safe_name(rec.content.att.get("name", "file"))
 
         def chosen(folder: Path | None) -> None:
@@ -260,8 +267,11 @@ class ChatFiles:
     def action_open_file(self) -> None:
         """Ctrl+O: open the selected message's file with the desktop opener."""
         rec = self.file_target()
-        if rec is None:
-            return
+        if rec is not None:
+            self.open_file(rec)
+
+    def open_file(self, rec: Record) -> None:
+        """Open ``rec``'s file with the desktop opener (a toast if there is none)."""
         command = opener()
         if command is None:
             toast(self.app, "no desktop opener (xdg-open or open) found: save the file with Ctrl+S", severity="warning")
@@ -287,7 +297,11 @@ class ChatFiles:
                 *command, str(out), stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
             )  # fmt: skip
-            await proc.wait()
+            try:
+                await proc.wait()
+            finally:
+                if proc.returncode is None:  # the app exits first: the opener goes with its file
+                    proc.terminate()
         except (E2EEError, OSError, TimeoutError) as exc:
             toast(self.app, f"not opened: {_words(exc)}", severity="error", title=_code(exc, "open"))
         finally:

@@ -31,6 +31,8 @@ class MessageActions(ModalScreen[str | None]):
         Binding("plus,equals_sign", "dismiss('react')", "React"),
         Binding("e", "pick('edit')", "Edit"),
         Binding("d", "pick('delete')", "Delete"),
+        Binding("s", "file('save')", "Save file"),
+        Binding("o", "file('open')", "Open file"),
         Binding("escape", "dismiss(None)", "Cancel"),
     ]
 
@@ -48,9 +50,16 @@ class MessageActions(ModalScreen[str | None]):
                 if self.mine:
                     yield Button("Edit (e)", id="edit")
                     yield Button("Delete (d)", id="delete", variant="error")
+                if self.record.content.t == "attachment" and self.record.content.att:
+                    yield Button("Save file (s)", id="save")
+                    yield Button("Open file (o)", id="open")
 
     def action_pick(self, choice: str) -> None:
         if self.mine:  # only the author edits or deletes
+            self.dismiss(choice)
+
+    def action_file(self, choice: str) -> None:
+        if self.record.content.t == "attachment":  # save or open: only a message with a file
             self.dismiss(choice)
 
     @on(Button.Pressed)

@@ -10,11 +10,13 @@ import hashlib
 import os
 import stat
 import sys
+from pathlib import Path
 
 import pytest
 
 from client_tui.app import ChatApp
-from client_tui.chatfiles import SaveDialog, safe_name
+from client_tui.chatfiles import SaveDialog, parse_attach, safe_name
+from client_tui.msgdialogs import MessageActions
 from tests.helpers.clients import messages_of, wait_until
 from tests.helpers.tui import alive, chat_shown, screen_ready, screen_text
 
@@ -70,7 +72,12 @@ async def test_a_file_attached_in_the_tui_is_saved_and_opened_bit_exact(make_cli
         assert "📎 [bold]boom [@click=app.quit]" in screen_text(app)  # drawn as typed, never markup
         (rec,) = [r for r in await messages_of(bob, cid) if r.content.t == "attachment"]
         assert (rec.text, rec.content.att["name"], rec.content.att["size"]) == ("the notes", NAME, len(data))
-        await pilot.press("ctrl+s")
+        if size == SIZES[0]:
+            await pilot.press("ctrl+s")
+        else:  # F4's menu offers the same on a message with a file
+            await pilot.press("f4")
+            await wait_until(lambda: screen_ready(app, MessageActions))
+            await pilot.press("s")
         await wait_until(lambda: screen_ready(app, SaveDialog, "#save-folder"))
         await pilot.press("enter")
         saved = downloads / f"{safe_name(NAME)[:-4]} (1).txt"
@@ -84,3 +91,25 @@ async def test_a_file_attached_in_the_tui_is_saved_and_opened_bit_exact(make_cli
         assert (mode, got) == ("0o600", digest)
         await wait_until(lambda: not os.path.exists(path) and not os.path.exists(os.path.dirname(path)))
         assert alive(app) and "/" not in os.path.basename(path)
+        # an opener still running when the app exits: its copy goes with the app
+        script.write_text(
+            f"import sys, time\nopen({str(opened)!r}, 'w').write(sys.argv[1] + ' waiting')\ntime.sleep(60)\n"
+        )
+        opened.unlink()
+        await pilot.press("ctrl+o")
+        await wait_until(lambda: opened.exists() and opened.read_text().endswith(" waiting"), timeout=30)
+        waiting = opened.read_text().rsplit(" ", 1)[0]
+        assert os.path.exists(waiting)
+    assert not os.path.exists(waiting) and not os.path.exists(os.path.dirname(waiting))
+
+
+def test_file_names_from_others_never_leave_their_folder_or_hide():
+    assert safe_name("../../etc/passwd") == "_.._etc_passwd"
+    assert safe_name("..") == "file" and safe_name("") == "file" and safe_name(".bashrc") == "bashrc"
+    assert safe_name("a\\b\x00c\x1b[31m\u202eexe.txt") == "a_b_c_[31m_exe.txt"
+    long = safe_name("x" * 300 + ".pdf")
+    assert len(long) == 120 and long.endswith(".pdf")
+    assert parse_attach("/attach '~/my file.txt' the caption\nmore") == (
+        Path("~/my file.txt").expanduser(),
+        "the caption\nmore",
+    )
