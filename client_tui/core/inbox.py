@@ -205,7 +205,11 @@ class Inbox:
         if counted:
             c.unread[h.cid] = c.unread.get(h.cid, 0) + 1
         if c.history is not None:
-            await c.history.put(rec, c.progress.meta())
+            if not await c.history.put(rec, c.progress.meta()):
+                # stored already by another session of this account on this profile (the app open
+                # while `e2ee-chat send` runs): show that row, so later changes find it by its lid
+                stored = [r for r in await c.history.by_mid(h.mid, h.cid) if r.sender == h.snd]
+                rec = stored[0] if stored else rec
             if counted:
                 await c.history.set_unread(h.cid, c.unread[h.cid])
         c.expiry.note(rec.content.exp)
