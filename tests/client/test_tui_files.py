@@ -113,3 +113,36 @@ def test_file_names_from_others_never_leave_their_folder_or_hide():
         Path("~/my file.txt").expanduser(),
         "the caption\nmore",
     )
+
+
+@pytest.mark.parametrize("size", SIZES, ids=["80x24", "120x40"])
+async def test_over_the_relays_limit_or_quota_is_a_one_line_notice(tmp_path, make_client, size):
+    from tests.helpers.relays import start_relay
+
+    mib = 1024 * 1024
+    relay = start_relay(
+        tmp_path / "small", env={"E2EE_MAX_BLOB_BYTES": str(mib), "E2EE_BLOB_QUOTA_BYTES": str(2 * mib)}
+    )
+    try:
+        alice, _ = await make_client("alice", url=relay.url), await make_client("bob", url=relay.url)
+        cid = await alice.create_conversation("files", ["bob"])
+        (tmp_path / "big.bin").write_bytes(os.urandom(2 * mib))
+        (tmp_path / "part.bin").write_bytes(os.urandom(900 * 1024))
+        async with ChatApp(alice, cid).run_test(size=size, notifications=True) as pilot:
+            app = pilot.app
+            await wait_until(lambda: chat_shown(app) and alice.state == "online")
+            composer = app.chat.query_one("#composer")
+            composer.text = f"/attach {tmp_path / 'big.bin'}"
+            await pilot.press("enter")
+            await wait_until(lambda: "up to" in notices(app), timeout=30)
+            assert [n.title for n in app._notifications] == ["blob_too_large"]
+            for _ in range(3):
+                before = len(app._notifications)
+                composer.text = f"/attach {tmp_path / 'part.bin'}"
+                await pilot.press("enter")
+                await wait_until(lambda n=before: len(app._notifications) > n, timeout=30)
+            titles = [n.title for n in app._notifications]
+            assert titles.count("file") == 2 and titles[-1] == "quota_exceeded", titles
+            assert all("\n" not in str(n.message) for n in app._notifications) and alive(app)
+    finally:
+        relay.stop()
