@@ -49,7 +49,7 @@ from shared.keys import fingerprint, safety_number
 from shared.names import canonical_username
 
 from . import auditcmd, commands, credentials, filecommands, msgcommands
-from .cliargs import MID_COMMANDS, build_parser, mid_argv
+from .cliargs import EXIT_INTERRUPTED, MID_COMMANDS, build_parser, mid_argv
 from .commands import EXIT_BLOCKED, EXIT_FAILED, err
 from .commands import fail as _fail
 from .core import ChatClient, ClientError, default_profile_root, keystore, profiles, transport
@@ -58,7 +58,6 @@ from .core.private import append_private
 from .safe import harmless, one_line
 
 EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
 __all__ = ["EXIT_BLOCKED", "EXIT_FAILED", "build_parser", "main", "run_app"]
 # what each sub-command needs before it starts: the relay password, the keystore passphrase
 NEEDS = {

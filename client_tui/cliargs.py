@@ -34,6 +34,7 @@ def _common(p: argparse.ArgumentParser, *, sub: bool) -> None:
     p.add_argument("--cafile", default=default, help="trust this relay certificate (PEM) too (E2EE_CAFILE)")
 
 
+EXIT_INTERRUPTED = 130  # Ctrl+C, as a shell reports SIGINT (client_tui.cli uses the same)
 MID_COMMANDS = ("edit", "delete", "react", "get-attachment")
 _MID = re.compile(r"-[A-Za-z0-9_-]{21}")
 
@@ -168,9 +169,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """The ``e2ee-chat`` program: exits 0 after ``--help``/``--version``, 2 on a usage error or
-    without the client extra (one line naming it), else :func:`client_tui.cli.main`'s status."""
-    build_parser().parse_args(mid_argv(sys.argv[1:] if argv is None else argv))
-    require("e2ee-chat", "client")
-    from . import cli
-
+    without the client extra (one line naming it), 130 quietly on Ctrl+C while the client's
+    libraries are still being imported (the first seconds), else :func:`client_tui.cli.main`'s
+    status."""
+    try:
+        build_parser().parse_args(mid_argv(sys.argv[1:] if argv is None else argv))
+        require("e2ee-chat", "client")
+        from . import cli
+    except KeyboardInterrupt:
+        print(file=sys.stderr)  # after the ^C the terminal echoed
+        return EXIT_INTERRUPTED
     return cli.main(argv)

@@ -211,3 +211,24 @@ def test_a_user_without_keys_here_is_told_before_any_secret_is_asked(home, relay
     assert cli.main(argv) == cli.EXIT_FAILED
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"no keys for nobody at {relay.url} on this machine" in err, err
+
+
+class _CtrlCWhileImporting:
+    """A meta path finder that raises KeyboardInterrupt when ``client_tui.cli`` is imported, as a
+    Ctrl+C in the first seconds of ``e2ee-chat`` does."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "client_tui.cli":
+            raise KeyboardInterrupt
+        return None
+
+
+def test_ctrl_c_while_the_client_is_imported_exits_130_quietly(monkeypatch, capsys):
+    from client_tui import cliargs
+
+    monkeypatch.delitem(sys.modules, "client_tui.cli")
+    monkeypatch.delattr("client_tui.cli", raising=False)
+    monkeypatch.setattr(sys, "meta_path", [_CtrlCWhileImporting(), *sys.meta_path])
+    assert cliargs.main(["tail", "--user", "alice"]) == 130
+    err = capsys.readouterr().err
+    assert err.strip() == "" and "Traceback" not in err
