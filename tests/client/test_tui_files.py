@@ -146,3 +146,16 @@ async def test_over_the_relays_limit_or_quota_is_a_one_line_notice(tmp_path, mak
             assert all("\n" not in str(n.message) for n in app._notifications) and alive(app)
     finally:
         relay.stop()
+
+
+def test_the_opener_is_the_setting_else_one_on_path_else_none(tmp_path, monkeypatch):
+    from client_tui.chatfiles import opener
+
+    monkeypatch.setenv("E2EE_OPENER", "viewer --new-window")
+    assert opener() == ["viewer", "--new-window"]
+    monkeypatch.delenv("E2EE_OPENER")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert opener() is None  # the chat window then says so and offers Ctrl+S
+    (tmp_path / "xdg-open").write_text("#!/bin/sh\n")
+    (tmp_path / "xdg-open").chmod(0o755)
+    assert opener() == [str(tmp_path / "xdg-open")]
