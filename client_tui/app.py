@@ -73,6 +73,11 @@ class ChatApp(App):
     BINDINGS = [
         Binding("ctrl+q", "quit", "Quit", priority=True),
         Binding("f1", "help", "Help"),
+        # priority: focus moves when Tab arrives, before the keys behind it are routed. Textual's
+        # own Tab binding runs only after the key has gone through the old field's queue, so type-ahead
+        # (tmux, auto-type) landed in the previous field (newcomer F15). No widget here takes Tab.
+        Binding("tab", "app.focus_next", "", show=False, priority=True),
+        Binding("shift+tab", "app.focus_previous", "", show=False, priority=True),
     ]
 
     def __init__(
