@@ -167,15 +167,20 @@ async def send(args) -> int:
         await client.close()
 
 
+_JSON_ATT_NAMES = {"sha256": "blob_sha256"}
+"""Reference members renamed in ``tail --json`` for what they are (the protocol's names stay)."""
+
+
 def message_json(client: ChatClient, r: Record) -> dict[str, Any]:
     """The members ``tail --json`` adds for a record's document: ``type``; ``ref`` (the message
     a reply, edit, reaction ... names); ``reactions`` (emoji -> users); ``edits`` (earlier texts,
     oldest first, with their ``ts``) and ``edited_at_ms``; ``attachment`` (name, type, size,
-    sha256, blob id, chunk: never the file key); ``expires_at_ms``; ``read_by`` (my messages:
-    who read them, by their receipts); ``timer_s`` (an ``expire`` line); ``title`` (a ``title``
-    line)."""
+    ``blob_sha256``: the reference's ``sha256``, base64url, over the encrypted blob, so never
+    what ``sha256sum`` prints for the file; blob id, chunk: never the file key);
+    ``expires_at_ms``; ``read_by`` (my messages: who read them, by their receipts); ``timer_s``
+    (an ``expire`` line); ``title`` (a ``title`` line)."""
     d = r.content
-    att = {k: v for k, v in (d.att or {}).items() if k != "key"} or None
+    att = {_JSON_ATT_NAMES.get(k, k): v for k, v in (d.att or {}).items() if k != "key"} or None
     out: dict[str, Any] = {
         "type": d.t,
         "ref": d.ref,

@@ -50,6 +50,7 @@ Progress = Callable[[int, int], None]
 """``progress(done, total)``: blob bytes sent or received so far, and in all."""
 HOP_BYTES = 1024 * 1024  # work handed to the worker thread at a time (reads + AES-GCM + writes)
 OCTETS = "application/octet-stream"
+MIB = 1024 * 1024
 
 
 def _no_progress(done: int, total: int) -> None:
@@ -212,8 +213,11 @@ async def _check_limits(rest: Rest, path: Path, size: int, total: int, chunk: in
     limits = await rest.request("GET", "/v1/blob-limits")
     largest = limits["max_blob_bytes"]
     if total > largest:
+        most = max_plaintext(largest, chunk)
         raise BlobTooLarge(
-            f"{path.name} is {size} bytes; the relay takes files up to {max_plaintext(largest, chunk)} bytes",
+            f"{path.name} is {size} bytes ({size / MIB:.2f} MiB); the relay takes files up to {most} bytes "
+            f"({most / MIB:.2f} MiB: its limit of {largest} bytes is on the sealed file, "
+            f"{largest - most} of them header and chunk tags)",
             field="file",
         )
     room = limits["quota_bytes"] - limits["used_bytes"]

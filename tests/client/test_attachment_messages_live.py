@@ -9,6 +9,7 @@ import json
 import os
 import stat
 
+from shared.b64 import b64u_encode
 from tests.helpers.cli import run
 
 MiB = 1024 * 1024
@@ -45,6 +46,7 @@ def test_a_10_mib_file_sent_with_the_cli_arrives_bit_exact(profiles, monkeypatch
     assert (msg["type"], msg["text"], msg["sender"]) == ("attachment", "the scan", "alice")
     att = msg["attachment"]
     assert (att["name"], att["type"], att["size"], att["chunk"]) == ("scan.png", "image/png", 10 * MiB, 65536)
-    assert "key" not in att and len(att["sha256"]) == 43
+    assert "key" not in att and "sha256" not in att and len(att["blob_sha256"]) == 43
+    assert att["blob_sha256"] != b64u_encode(hashlib.sha256(data).digest())  # the blob's hash, not the file's
     code, out, _ = run(monkeypatch, capsys, "bob", "tail")
     assert f"alice: [file scan.png · image/png · {10 * MiB} bytes · mid {mid}] the scan" in out

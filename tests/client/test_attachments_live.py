@@ -174,7 +174,9 @@ async def test_only_members_fetch_and_limits_are_typed_refusals(tmp_path, make_c
         with pytest.raises(BlobTooLarge) as e:  # refused here, from GET /v1/blob-limits: nothing sent
             await upload(alice.rest, cid, tmp_path / "big.bin")
         assert (e.value.code, e.value.field) == ("blob_too_large", "file")
-        assert f"up to {max_plaintext(MiB)} bytes" in e.value.message
+        most = max_plaintext(MiB)
+        assert f"big.bin is {2 * MiB} bytes (2.00 MiB); the relay takes files up to {most} bytes" in e.value.message
+        assert f"its limit of {MiB} bytes is on the sealed file, {MiB - most} of them header" in e.value.message
         canary_file(tmp_path / "part.bin", 900 * 1024)
         refs = [await upload(alice.rest, cid, tmp_path / "part.bin") for _ in range(2)]
         with pytest.raises(QuotaExceeded) as e:

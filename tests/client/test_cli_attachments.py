@@ -4,14 +4,18 @@ progress bar drawn on standard error in place on a terminal or a line per 10 % o
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
+from pathlib import Path
 
 import pytest
 
 from client_tui import cli
 from client_tui.core.attachments import _check_name
 from client_tui.filecommands import ProgressBar
+from server.settings import Settings
+from shared.attachment import blob_size, max_plaintext
 from shared.errors import InvalidRequest
 from tests.helpers.cli import run
 
@@ -106,3 +110,11 @@ def test_a_name_over_255_characters_is_named_with_a_rename_hint():
         _check_name("a" * 256 + ".txt")
     assert "longer than 255 characters" in refused.value.message and "rename the file" in refused.value.message
     _check_name("a" * 251 + ".txt")  # 255: sent
+
+
+def test_the_readme_states_the_largest_file_a_default_relay_takes():
+    default = next(f.default for f in dataclasses.fields(Settings) if f.name == "max_blob_bytes")
+    most = max_plaintext(default)
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    assert most == 26_207_952 and f"a file of up to {most:,} bytes" in readme
+    assert blob_size(most) == default and blob_size(most + 1) > default  # the largest that fits, exactly
