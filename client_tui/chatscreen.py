@@ -119,6 +119,7 @@ class ChatScreen(ChatActions, ChatDialogs, ChatFiles, ChatPanes, Screen):
         self.query_one("#banner").display = False
         self.query_one("#context").display = False
         self.log_view.readers = self.client.receipts.readers
+        self.log_view.audience = lambda r: len(set(self.client.members.get(r.conversation, [])) - {r.sender})
         self.query_one("#inspector").display = False
         self.query_one("#composer", Composer).focus()
         self.update_status()

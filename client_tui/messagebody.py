@@ -19,7 +19,7 @@ from .core.record import Record
 from .inspector import unreadable_text
 from .safe import harmless, one_line
 
-__all__ = ["MARK_GLYPH", "STATE_GLYPH", "body_text", "day_label", "lay_out", "line_words", "quote_words"]
+__all__ = ["MARK_GLYPH", "STATE_GLYPH", "body_text", "day_label", "lay_out", "line_words", "quote_words", "read_words"]
 
 STATE_GLYPH = {
     "sealing": ("…", "dim"),
@@ -138,7 +138,19 @@ def line_words(r: Record) -> Text | None:
     return None
 
 
-def body_text(r: Record, *, me: str, quoted: Record | None, readers: list[str]) -> Text:
+def read_words(readers: list[str], audience: int) -> str:
+    """My message's read mark: ``✓✓ read`` in a conversation of two, else who read it — ``read by
+    carol``, ``read by bob, carol``, ``read by 3 of 5`` — so a group never reads as "everyone read
+    it" when only some did (newcomer F8). ``audience``: the members other than me (0: unknown)."""
+    audience = max(audience, len(readers))
+    if audience <= 1:
+        return "✓✓ read"
+    if len(readers) <= 2:
+        return f"✓✓ read by {one_line(', '.join(readers))}"
+    return f"✓✓ read by {len(readers)} of {audience}"
+
+
+def body_text(r: Record, *, me: str, quoted: Record | None, readers: list[str], audience: int = 0) -> Text:
     """The body of row ``r``: its text (a reply's quote above it, an attachment's name, size and
     caption), "edited", the disappearing mark ⏱, my message's state and read marks, and the
     reactions under it.
@@ -147,6 +159,7 @@ def body_text(r: Record, *, me: str, quoted: Record | None, readers: list[str]) 
         r: the record (``visible``).  me: my username.
         quoted: the message a reply quotes, as it is here (None: not here).
         readers: who read ``r`` by their receipts (mine only).
+        audience: how many members besides me could read it (0: unknown).
     """
     if r.state == "unreadable" or (r.text is None and r.content.t in ("text", "reply")):
         return Text(unreadable_text(r.reason, r.sender), style="red")
@@ -171,7 +184,7 @@ def body_text(r: Record, *, me: str, quoted: Record | None, readers: list[str]) 
     if r.sender == me and r.state in STATE_GLYPH:
         glyph, style = STATE_GLYPH[r.state]
         if readers and r.state in ("stored", "delivered"):
-            glyph, style = "✓✓ read" + (f" by {one_line(', '.join(readers))}" if len(readers) > 1 else ""), "bold green"
+            glyph, style = read_words(readers, audience), "bold green"
         body.append(f"  {glyph}", style=style)
     if d.reactions:
         shown = list(d.reactions.items())[:MAX_REACTIONS_SHOWN]

@@ -99,6 +99,8 @@ class MessageLog(ScrollView, can_focus=True):
         """Shown in the middle of an empty list (what to do next)."""
         self.readers: Callable[[Record], list[str]] = lambda _record: []
         """Who read one of my messages (their read receipts): the chat screen sets it."""
+        self.audience: Callable[[Record], int] = lambda _record: 0
+        """How many members besides its sender could read a record (0: unknown): the chat screen sets it."""
         self.quotes: dict[str, Record] = {}
         """Messages quoted by replies on screen that are not rows themselves (older), by mid."""
 
@@ -360,7 +362,8 @@ class MessageLog(ScrollView, can_focus=True):
         prefix.append(glyph, style=gstyle)
         prefix.append(" ")
         readers = self.readers(r) if r.sender == self.me else []
-        body = body_text(r, me=self.me, quoted=self.quoted(r.content.ref), readers=readers)
+        audience = self.audience(r) if readers else 0
+        body = body_text(r, me=self.me, quoted=self.quoted(r.content.ref), readers=readers, audience=audience)
         if r.state == "unreadable":
             body.stylize(self._style("messagelog--unreadable"))
         strips = above
