@@ -4,6 +4,7 @@ opening it cost here, and why a message did not open, in plain words."""
 from __future__ import annotations
 
 import json
+import time
 
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -214,12 +215,39 @@ def inspect_record(
             cost.add_row("decrypt (AES-256-GCM + decoding)", f"{t.get('decrypt', 0):.3f}")
         cost.add_row("total", f"{t.get('total', 0):.3f}")
         parts.append(cost)
+    if isinstance(header, dict):
+        parts.append(relay_learns(header, doc, len(recipients)))
     if header is not None:
         parts.append(Text("protected header (the relay can read this: routing metadata)", style="bold"))
         parts.append(plain(_dumps(header, doc["protected"])))
     parts.append(Text("envelope as stored (JWE General JSON + sig)", style="bold"))
     parts.append(plain(_dumps(doc, env)))
     return Group(*parts)
+
+
+def relay_learns(header: dict, doc: dict, recipients: int) -> Text:
+    """One paragraph: what the relay learns from this envelope (docs/THREAT_MODEL.md §2) and what
+    stays inside the ciphertext since protocol v3 (kind, text, the sender's clock and counter,
+    reactions, file names)."""
+    size = _b64len(doc["ciphertext"]) if isinstance(doc.get("ciphertext"), str) else None
+    xp = header.get("xp")
+    learns = [
+        f"sender {header.get('snd')!s}",
+        f"conversation {header.get('cid')!s}",
+        f"{recipients} recipient key(s)",
+        f"a {size}-byte padded bucket" if size is not None else "its size",
+        "when it was stored and fetched",
+    ]
+    if isinstance(xp, int) and xp > 0:
+        learns.append("an expiry hour (" + time.strftime("%Y-%m-%d %H:00 UTC", time.gmtime(xp / 1000)) + ")")
+    t = Text("the relay learns: ", style="bold")
+    t.append(plain(", ".join(learns)))
+    t.append(
+        "\nnot: whether it is a message, an edit, a reaction, a receipt or a file; its text; the "
+        "sender's clock and counter; file names and keys",
+        style="dim",
+    )
+    return t
 
 
 def _dumps(value: object, raw: bytes | str) -> str:
