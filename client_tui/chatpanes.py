@@ -28,6 +28,7 @@ class ChatPanes:
     conversation: str
     gaps: dict[str, dict[str, Any]]
     inspected: Any
+    inspected_lid: str | None
     log_view: Any
     query_one: Any
     set_class: Any
@@ -100,6 +101,7 @@ class ChatPanes:
         if not self.query_one("#inspector").display:
             return
         rec = self.log_view.selected_record
+        self.inspected_lid = rec.lid if rec is not None else None
         readers = self.client.receipts.readers(rec) if rec is not None and rec.mine else []
         body = inspect_record(rec, kid_names=self.kid_names(), me=self.client.username, readers=readers)
         self.inspected = body

@@ -85,6 +85,7 @@ class ChatScreen(ChatActions, ChatDialogs, ChatFiles, ChatPanes, Screen):
         self._conv_order: list[str] = []
         self._labels: dict[str, Label] = {}
         self.inspected = None  # the inspector's current renderable (tests read it)
+        self.inspected_lid: str | None = None  # the record it shows
         self._shown: dict[str, Text] = {}
         self._label_shown: dict[str, Text] = {}
         self.state_log = StateLog()
@@ -301,7 +302,9 @@ class ChatScreen(ChatActions, ChatDialogs, ChatFiles, ChatPanes, Screen):
                         self.client.mark_read(self.conversation)
                         self.client.receipts.seen(rec)
                     sel = self.log_view.selected_record
-                    if sel is not None and sel.lid == rec.lid:
+                    # the record shown changed, or left the list (deleted, expired) and took the
+                    # selection with it: the inspector follows (it kept an expired envelope, F14)
+                    if rec.lid == self.inspected_lid or (sel.lid if sel else None) != self.inspected_lid:
                         self.refresh_inspector()
                 else:
                     labels = True
