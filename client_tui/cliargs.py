@@ -136,7 +136,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     g = add("get-attachment", "save the file of an attachment message stored here (verified; mode 0600)")
     _mid(g)
-    g.add_argument("--out", type=Path, required=True, help="the file to write (never replaces one)")
+    g.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        help="the file to write, or a folder to save it in under its own name (never replaces a file; "
+        "the folder must exist)",
+    )
     g.add_argument("--conversation", help="the message's conversation (when its id names several here)")
     g.add_argument("--from", dest="sender", help="the message's author (when its id names several here)")
 
@@ -164,6 +170,9 @@ def build_parser() -> argparse.ArgumentParser:
         "same, required for a new key that the pinned key did not sign",
     )
     add("audit", "check the relay's key transparency log against the heads held here and your own keys")
+    for name in MID_COMMANDS:  # MID is optional to argparse only because --mid=ID may give it
+        mp = p.subcommands[name]
+        mp.usage = mp.format_usage().removeprefix("usage: ").strip().replace(" [MID]", " MID")
     return p
 
 

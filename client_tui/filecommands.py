@@ -16,6 +16,7 @@ from typing import TextIO
 
 from shared.errors import InvalidRequest
 
+from .chatfiles import safe_name
 from .commands import find_conversation, logged_in
 from .core.attachments import check_file
 from .safe import one_line
@@ -71,22 +72,31 @@ async def send_file(args) -> int:
 
 
 async def get_attachment(args) -> int:
-    """``get-attachment MID --out PATH``: the file of a message stored here, verified, 0600."""
+    """``get-attachment MID --out PATH``: the file of a message stored here, verified, 0600.
+    ``PATH`` an existing folder: saved in it under the file's own name made safe
+    (:func:`~client_tui.chatfiles.safe_name`); a file is never replaced and a missing folder
+    is never created (``InvalidRequest``, field ``out``)."""
     out = Path(args.out)
-    if out.exists():
+    if out.exists() and not out.is_dir():
         raise InvalidRequest(f"{out} exists: choose another --out (nothing is replaced)", field="out")
+    if not out.exists() and not out.parent.is_dir():
+        raise InvalidRequest(f"{out}: the folder {out.parent} does not exist (create it first)", field="out")
     client, _ = await logged_in(args)
     try:
         await client.connect()
         await client.wait_synced()  # the message may have arrived since this machine last synced
         which = {"conversation": args.conversation, "sender": args.sender}
         ref = await client.attachments.reference(args.mid, **which)
+        if out.is_dir():
+            out = out / safe_name(ref.name)
+            if out.exists():
+                raise InvalidRequest(f"{out} exists: choose another --out (nothing is replaced)", field="out")
         bar = ProgressBar(f"download {ref.name}")
         try:
             await client.attachments.save(args.mid, out, progress=bar, **which)
         finally:
             bar.close()
-        print(f"saved {out} ({ref.size} bytes, {one_line(ref.type)}, SHA-256 of the blob verified)")
+        print(f"saved {one_line(out)} ({ref.size} bytes, {one_line(ref.type)}, SHA-256 of the blob verified)")
         return 0
     finally:
         await client.close()

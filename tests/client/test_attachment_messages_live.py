@@ -34,6 +34,7 @@ def test_a_10_mib_file_sent_with_the_cli_arrives_bit_exact(profiles, monkeypatch
     assert out.startswith("stored seq=") and out.rstrip().endswith("file=scan.png")
     assert err.splitlines()[-1].startswith("upload scan.png [########################] 100 %")
     mid = out.split("mid=")[1].split()[0]
+    (tmp_path / "bob").mkdir(exist_ok=True)  # get-attachment creates no folder
     code, out, err = run(monkeypatch, capsys, "bob", "get-attachment", mid, "--out", str(tmp_path / "bob" / "scan.png"))
     assert code == 0, err
     assert out.startswith(f"saved {tmp_path / 'bob' / 'scan.png'} (10485760 bytes, image/png")

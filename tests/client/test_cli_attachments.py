@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from client_tui import cli
+from client_tui.cliargs import build_parser
 from client_tui.core.attachments import _check_name
 from client_tui.filecommands import ProgressBar
 from server.settings import Settings
@@ -118,3 +119,29 @@ def test_the_readme_states_the_largest_file_a_default_relay_takes():
     readme = (Path(__file__).parents[2] / "README.md").read_text()
     assert most == 26_207_952 and f"a file of up to {most:,} bytes" in readme
     assert blob_size(most) == default and blob_size(most + 1) > default  # the largest that fits, exactly
+
+
+def test_get_attachment_out_a_folder_saves_under_the_safe_name_and_creates_no_folder(
+    profiles, monkeypatch, capsys, tmp_path
+):
+    sent = tmp_path / "sent" / "re\u202eport.txt"  # a bidi override: sendable, never part of a name written
+    sent.parent.mkdir()
+    sent.write_bytes(b"the report")
+    code, out, err = run(monkeypatch, capsys, "alice", "send", "--to", "bob", "--attach", str(sent))
+    assert code == 0, err
+    mid = out.split("mid=")[1].split()[0]
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    code, out, err = run(monkeypatch, capsys, "bob", "get-attachment", mid, "--out", str(inbox))
+    assert code == 0, err
+    assert [p.name for p in inbox.iterdir()] == ["re_port.txt"] and (
+        inbox / "re_port.txt"
+    ).read_bytes() == b"the report"
+    assert out.startswith(f"saved {inbox / 're_port.txt'} (10 bytes")
+    code, _, err = run(monkeypatch, capsys, "bob", "get-attachment", mid, "--out", str(inbox))
+    assert code == 1 and "re_port.txt exists" in err and (inbox / "re_port.txt").read_bytes() == b"the report"
+    missing = tmp_path / "nodir" / "x.txt"
+    code, _, err = run(monkeypatch, capsys, "bob", "get-attachment", mid, "--out", str(missing))
+    assert code == 1 and f"the folder {missing.parent} does not exist" in err and not missing.parent.exists()
+    usage = build_parser().subcommands["get-attachment"].format_usage()
+    assert usage.rstrip().endswith(" MID") and "[MID]" not in usage
