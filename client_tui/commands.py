@@ -33,7 +33,7 @@ from .core import (
 )
 from .core.record import Record
 from .inspector import unreadable_text
-from .messagebody import line_words
+from .messagebody import line_words, quote_words
 from .safe import harmless, one_line
 from .search import matcher
 from .userwords import describe
@@ -221,8 +221,18 @@ def json_line(doc: dict) -> str:
     return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
-def line(client: ChatClient, r: Record, as_json: bool) -> str:
-    """One message for a terminal (harmless) or as one JSON object (exact text)."""
+async def quote_of(client: ChatClient, r: Record) -> str | None:
+    """A reply's quote for a terminal line (who wrote the quoted message and its start, as the
+    chat window shows it: :func:`~client_tui.messagebody.quote_words`); None for other records."""
+    if r.content.t != "reply" or not r.content.ref or client.history is None:
+        return None
+    found = await client.history.by_mid(r.content.ref, r.conversation)
+    return quote_words(found[0] if found else None)
+
+
+def line(client: ChatClient, r: Record, as_json: bool, quote: str | None = None) -> str:
+    """One message for a terminal (harmless; a reply starts with ``[↪ QUOTE]``, ``quote`` from
+    :func:`quote_of`) or as one JSON object (exact text; a reply has its ``ref``)."""
     mark = client.mark(r)
     if as_json:
         return json_line(
@@ -256,6 +266,8 @@ def line(client: ChatClient, r: Record, as_json: bool) -> str:
         if r.text is not None and r.state != "unreadable"
         else f"[{unreadable_text(r.reason, r.sender)}: {r.reason}]"
     )
+    if quote is not None and r.state != "unreadable":
+        body = f"[↪ {quote}] {body}"
     if r.content.att and r.state != "unreadable":
         att = r.content.att
         body = f"[file {att.get('name')} · {att.get('type')} · {att.get('size')} bytes · mid {r.mid}]" + (
@@ -287,21 +299,23 @@ async def tail(args) -> int:
         cached.sort(key=lambda r: r.pos)  # each list is in the history's order: (pos, then as stored)
         printed = {r.lid for r in cached}  # lines the refresh above added are in the cache already
         for r in cached[-args.lines :] if args.lines > 0 else []:
-            print(line(client, r, args.json), file=out, flush=True)
+            print(line(client, r, args.json, None if args.json else await quote_of(client, r)), file=out, flush=True)
 
-        def show(ev) -> None:
+        async def show(ev) -> None:
             if (
                 isinstance(ev, RecordChanged)
                 and ev.new
                 and (not args.conversation or ev.record.conversation == args.conversation)
             ):
-                if not ev.record.mine and ev.record.visible and ev.record.lid not in printed:
-                    print(line(client, ev.record, args.json), file=out, flush=True)
+                r = ev.record
+                if not r.mine and r.visible and r.lid not in printed:
+                    quote = None if args.json else await quote_of(client, r)
+                    print(line(client, r, args.json, quote), file=out, flush=True)
 
         if args.follow:  # offline too: the session logs in when the relay answers
             client.start()
             while True:
-                show(await client.events.get())
+                await show(await client.events.get())
         return 0
     finally:
         await client.close()

@@ -232,3 +232,22 @@ def test_ctrl_c_while_the_client_is_imported_exits_130_quietly(monkeypatch, caps
     assert cliargs.main(["tail", "--user", "alice"]) == 130
     err = capsys.readouterr().err
     assert err.strip() == "" and "Traceback" not in err
+
+
+def test_tail_marks_a_reply_with_its_quote_and_says_when_it_is_offline(home, relay, monkeypatch, capsys):
+    register(relay, home, "alice", "bob")
+    as_user(monkeypatch, "alice")
+    assert cli.main(["send", "--user", "alice", "--to", "bob", "--text", "launch on friday?"]) == 0
+    mid = capsys.readouterr().out.split("mid=")[1].split()[0]
+    as_user(monkeypatch, "bob")
+    assert cli.main(["send", "--user", "bob", "--to", "alice", "--reply", mid, "--text", "agreed"]) == 0
+    capsys.readouterr()
+    as_user(monkeypatch, "alice")
+    assert cli.main(["tail", "--user", "alice"]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines()[-1].endswith("  bob: [↪ alice: launch on friday?] agreed") and "offline" not in err
+    relay.stop()
+    assert cli.main(["tail", "--user", "alice"]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines()[-1].endswith("  bob: [↪ alice: launch on friday?] agreed")
+    assert "offline" in err and "showing what is stored on this machine" in err
