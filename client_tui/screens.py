@@ -28,17 +28,34 @@ if TYPE_CHECKING:
     from .app import ChatApp
 
 
+def _entries(text: str) -> list[str]:
+    """The entries of a names field, as typed: separated by commas, semicolons or spaces."""
+    return [n for n in (n.strip() for n in text.replace(";", ",").replace(" ", ",").split(",")) if n]
+
+
 def _names(text: str) -> list[str]:
     """Usernames typed in a field, canonical (``Bob`` is ``bob``); a name that is not valid stays
     as typed, for the client's typed error to name it."""
     out = []
-    for n in (n.strip() for n in text.replace(";", ",").replace(" ", ",").split(",")):
-        if n:
-            try:
-                out.append(canonical_username(n))
-            except InvalidRequest:
-                out.append(n)
+    for n in _entries(text):
+        try:
+            out.append(canonical_username(n))
+        except InvalidRequest:
+            out.append(n)
     return out
+
+
+def _bad_name(text: str) -> str:
+    """The error about the first entry of a names field that is not a username, naming it (drawn
+    as text, cut to 24 characters); "" when every entry is one."""
+    for n in _entries(text):
+        try:
+            canonical_username(n)
+        except InvalidRequest as exc:
+            shown = one_line(n)
+            shown = shown if len(shown) <= 24 else shown[:23] + "…"
+            return f"'{shown}' is not a valid username: {exc.message.removeprefix('username: ')}"
+    return ""
 
 
 class NewConversationScreen(ModalScreen[str | None]):
@@ -70,9 +87,11 @@ class NewConversationScreen(ModalScreen[str | None]):
     @on(Input.Submitted)
     @on(Button.Pressed, "#create")
     def _create(self) -> None:
-        members = [m for m in _names(self.query_one("#members", Input).value) if m != self.client.username]
-        if not members:
-            self.query_one("#error", Label).update("name at least one other user")
+        typed = self.query_one("#members", Input).value
+        members = [m for m in _names(typed) if m != self.client.username]
+        problem = _bad_name(typed) or ("" if members else "name at least one other user")
+        if problem:  # named here, whole (it was cut at 64 columns and did not say which entry)
+            self.query_one("#error", Label).update(plain(problem, newlines=False))
             return
         title = self.query_one("#conv-title", Input).value.strip() or ", ".join([self.client.username, *members])
         self._run(title, members)

@@ -5,11 +5,12 @@ buttons in a 64-column dialog showed 3 of 6 reactions, and Delete as "D" or not 
 from __future__ import annotations
 
 import pytest
-from textual.widgets import Button
+from textual.widgets import Button, Input
 
 from client_tui.app import ChatApp
 from client_tui.msgdialogs import REACTIONS, MessageActions, ReactionPicker
 from client_tui.prefs import SettingsScreen
+from client_tui.screens import NewConversationScreen
 from tests.client.test_tui_messaging import receive
 from tests.helpers.clients import wait_until
 from tests.helpers.tui import alive, chat_shown, offline_client, screen_ready, screen_text
@@ -91,4 +92,32 @@ async def test_settings_scroll_to_mute_and_close_and_the_title_keeps_the_timer(b
             assert app.screen.focused is widget
         await pilot.press("enter")  # Close
         await wait_until(lambda: app.screen is app.chat)
+        assert alive(app)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+async def test_new_conversation_names_the_bad_entry_in_a_whole_sentence(bob, size):
+    """Newcomer F9: the error was cut at the dialog's edge ("…starting with") and did not say
+    which of the names was wrong."""
+    client, _ = bob
+    async with ChatApp(client, "conv-1").run_test(size=size) as pilot:
+        app = pilot.app
+        await wait_until(lambda: chat_shown(app))
+        await pilot.press("ctrl+n")
+        await wait_until(lambda: screen_ready(app, NewConversationScreen))
+        app.screen.query_one("#members", Input).value = "bob, carol[b]Team[/b] \x1b[31mX"
+        await pilot.press("enter")
+        error = app.screen.query_one("#error")
+        want = (
+            "'carol[b]Team[/b]' is not a valid username: "
+            "3-32 characters from a-z 0-9 _ . - starting with a letter or digit"
+        )
+        await wait_until(lambda: str(error.render()) == want)
+        await pilot.pause()
+        dialog = app.screen.query_one(".dialog")
+        assert dialog.region.contains_region(error.region) and app.screen.region.contains_region(error.region)
+        r = error.region
+        lines = screen_text(app).splitlines()[r.y : r.y + r.height]
+        assert " ".join(" ".join(line[r.x : r.x + r.width] for line in lines).split()) == want
+        assert app.screen.query_one("#members", Input).value.startswith("bob, carol")  # kept for fixing
         assert alive(app)
