@@ -22,7 +22,7 @@ from shared.b64 import b64u_decode, b64u_encode
 from shared.content import Text
 from shared.errors import Base64Invalid, E2EEError, FrameInvalid
 from shared.strictjson import MAX_SAFE_INTEGER
-from tests.helpers.mutators import FRAME_TYPES
+from tests.helpers.mutators import FRAME_FIELDS, FRAME_TYPES
 from tests.vectors import vectorlib
 
 MAX_PLAINTEXT = 10_000  # UTF-8 bytes; JSON escapes at most 6x: the document stays under 64 KiB
@@ -152,28 +152,7 @@ JSON = st.recursive(
 @given(
     kind=st.sampled_from(FRAME_TYPES),
     fields=st.dictionaries(
-        st.sampled_from(
-            [
-                "token",
-                "conversation",
-                "envelope",
-                "after",
-                "limit",
-                "seq",
-                "nonce",
-                "version",
-                "level",
-                "code",
-                "message",
-                "mid",
-                "user",
-                "sender",
-                "cursor",
-                "more",
-                "kind",
-                "x",
-            ]
-        ),
+        st.sampled_from(FRAME_FIELDS),
         JSON,
         max_size=6,
     ),
