@@ -19,14 +19,13 @@ the bytes the gossiped head (``"kth": <signed head>``) adds to a message's plain
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 import time
 
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
-from shared import kt, merkle
+from shared import digests, kt, merkle
 
 from .timing import measure_paired
 
@@ -37,7 +36,7 @@ TARGET_MS = 1.0
 def _log(size: int, leaf: kt.KeyLeaf, at: int) -> merkle.Tree:
     tree = merkle.Tree()
     for i in range(size):
-        tree.append_hash(leaf.hash() if i == at else hashlib.sha256(i.to_bytes(8, "big")).digest())
+        tree.append_hash(leaf.hash() if i == at else digests.sha256(i.to_bytes(8, "big")))
     return tree
 
 

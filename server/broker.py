@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
-import hmac
 import logging
 import secrets
 import time
@@ -33,7 +31,7 @@ from cryptography.hazmat.primitives.asymmetric import ed25519
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from redis.exceptions import RedisError
 
-from shared import frames
+from shared import digests, frames
 
 if TYPE_CHECKING:
     from .relay import Relay
@@ -82,7 +80,7 @@ def note_key(jwt_key: bytes | ed25519.Ed25519PrivateKey) -> bytes:
 def seal_note(key: bytes, note: Note) -> bytes:
     """``tag || JSON`` with tag = HMAC-SHA-256(key, JSON) (32 bytes)."""
     payload = _encode(note)
-    return hmac.new(key, payload, hashlib.sha256).digest() + payload
+    return digests.hmac_sha256(key, payload) + payload
 
 
 def open_note(key: bytes, data: bytes, now_ms: int) -> Note | None:
@@ -90,7 +88,7 @@ def open_note(key: bytes, data: bytes, now_ms: int) -> Note | None:
     if len(data) <= TAG_BYTES:
         return None
     tag, payload = data[:TAG_BYTES], data[TAG_BYTES:]
-    if not hmac.compare_digest(tag, hmac.new(key, payload, hashlib.sha256).digest()):
+    if not digests.equal(tag, digests.hmac_sha256(key, payload)):
         return None
     try:
         note = _decode(payload)

@@ -8,12 +8,12 @@ constant time; anything else is 401.
 
 from __future__ import annotations
 
-import hmac
 import time
 
 from starlette.requests import Request
 from starlette.responses import Response
 
+from shared import digests
 from shared.errors import AuthFailed
 
 from .auth import bearer_token
@@ -31,7 +31,7 @@ async def metrics(request: Request) -> Response:
     """
     st = state(request)
     token = bearer_token(request.headers.get("authorization")) or ""
-    if not hmac.compare_digest(token.encode(), st.operator_token.encode()):
+    if not digests.equal(token.encode(), st.operator_token.encode()):
         raise AuthFailed("GET /v1/metrics needs the operator token", field="authorization")
     m = st.relay.metrics
     g = st.relay.guard

@@ -9,8 +9,6 @@ decide (a reused credential) is committed: they return what happened instead.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,6 +17,7 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 
+from shared import digests
 from shared.b64 import b64u_decode, b64u_encode
 from shared.errors import AuthFailed, E2EEError
 
@@ -36,7 +35,7 @@ def new_secret() -> tuple[str, bytes]:
 
 def hash_secret(text: str) -> bytes:
     """SHA-256 (32 bytes) of a refresh credential's secret (ASCII): only this hash is stored."""
-    return hashlib.sha256(text.encode("ascii")).digest()
+    return digests.sha256(text.encode("ascii"))
 
 
 def split_credential(credential: str) -> tuple[str, str]:
@@ -137,7 +136,7 @@ def rotate(sid: str, presented: bytes, new_hash: bytes, idle_ms: int) -> Callabl
         ended = _state(row, now, idle_ms)
         if row is None or ended is not None:
             return Outcome(sid, ended=ended)
-        if not hmac.compare_digest(row.refresh_hash, presented):
+        if not digests.equal(row.refresh_hash, presented):
             row.ended_at_ms, row.ended_reason = now, "refresh_reused"
             return Outcome(sid, row.user_id, ended="refresh_reused", just_ended=True)
         row.refresh_hash, row.generation, row.last_used_at_ms = new_hash, row.generation + 1, now

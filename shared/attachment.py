@@ -30,8 +30,6 @@ no I/O.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import os
 import struct
 from collections.abc import Callable, Iterator
@@ -40,6 +38,7 @@ from dataclasses import dataclass
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from . import digests
 from .errors import (
     AttachmentHashMismatch,
     AttachmentInvalid,
@@ -90,7 +89,7 @@ _HEAD = struct.Struct(">4sBI7s")  # magic, version, chunk, nonce prefix (16 byte
 
 
 def _key_check(key: bytes) -> bytes:
-    return hmac.new(key, KEY_CHECK_LABEL, hashlib.sha256).digest()
+    return digests.hmac_sha256(key, KEY_CHECK_LABEL)
 
 
 def _check_chunk(chunk: int, field: str = "chunk") -> None:
@@ -167,7 +166,7 @@ class AttachmentEncryptor:
         self._key = AESGCM.generate_key(bit_length=256)
         self._aead = AESGCM(self._key)
         self.header = _HEAD.pack(MAGIC, VERSION, chunk, os.urandom(PREFIX_BYTES)) + _key_check(self._key)
-        self._hash = hashlib.sha256(self.header)
+        self._hash = digests.Sha256(self.header)
         self._index = 0
         self.sealed_bytes = len(self.header)  # blob bytes produced so far (progress)
 
@@ -249,7 +248,7 @@ class AttachmentDecryptor:
         self.chunks = chunk_count(size, chunk)
         self.expected = blob_size(size, chunk)  # blob bytes the reference promises
         self._aead = AESGCM(key)
-        self._hash = hashlib.sha256()
+        self._hash = digests.Sha256()
         self._buf = b""
         self.header: bytes | None = None
         self._index = 0
@@ -306,7 +305,7 @@ class AttachmentDecryptor:
             raise self._truncated("the blob ends before its last chunk")
         plain = self._open(memoryview(self._buf), last=True)
         self._buf = b""
-        if not hmac.compare_digest(self._hash.digest(), self._sha256):
+        if not digests.equal(self._hash.digest(), self._sha256):
             raise AttachmentHashMismatch("blob: its SHA-256 is not the reference's", field="sha256")
         if self.plaintext_bytes != self.size:
             raise AttachmentSizeMismatch(
@@ -320,7 +319,7 @@ class AttachmentDecryptor:
             raise AttachmentMalformed("blob: not an attachment blob of version 1", field="header")
         if chunk != self.chunk:
             raise AttachmentMalformed(f"chunk: the header says {chunk}, the reference {self.chunk}", field="chunk")
-        if not hmac.compare_digest(header[_HEAD.size :], _key_check(self._key)):
+        if not digests.equal(header[_HEAD.size :], _key_check(self._key)):
             raise AttachmentKeyMismatch("key: not the key this blob was sealed under", field="key")
         self.header = bytes(header)
 

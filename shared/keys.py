@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 
 from cryptography.exceptions import UnsupportedAlgorithm as _CryptoUnsupported
@@ -18,6 +17,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
 from cryptography.hazmat.primitives.asymmetric.types import PublicKeyTypes
 
+from . import digests
 from .b64 import b64u_decode, b64u_encode
 from .errors import KeyExponentRefused, KeyInvalid, KeySizeRefused, KeyTypeRefused
 
@@ -76,7 +76,7 @@ def spki_der(public_key: rsa.RSAPublicKey | ed25519.Ed25519PublicKey) -> bytes:
 
 def key_id(public_key: rsa.RSAPublicKey | ed25519.Ed25519PublicKey) -> str:
     """Key id: unpadded base64url of SHA-256(SPKI DER), 43 characters."""
-    return b64u_encode(hashlib.sha256(spki_der(public_key)).digest())
+    return b64u_encode(digests.sha256(spki_der(public_key)))
 
 
 def _load_public(data: bytes | str, owner: str) -> PublicKeyTypes:
@@ -259,13 +259,9 @@ def safety_number(a: PublicIdentity, b: PublicIdentity) -> str:
     """
 
     def half(p: PublicIdentity) -> str:
-        h = hashlib.sha512(
-            b"e2ee-chat/v1/safety\x00"
-            + p.username.encode()
-            + b"\x00"
-            + b64u_decode(p.wrap_kid)
-            + b64u_decode(p.sign_kid)
-        ).digest()
+        h = digests.sha512(
+            b"e2ee-chat/v1/safety\x00", p.username.encode(), b"\x00", b64u_decode(p.wrap_kid), b64u_decode(p.sign_kid)
+        )
         return "".join(f"{int.from_bytes(h[i : i + 5], 'big') % 100000:05d}" for i in range(0, 30, 5))
 
     first, second = sorted((a, b), key=lambda p: p.username.encode())

@@ -18,7 +18,6 @@ Pure: no I/O. Errors: :class:`~shared.errors.TreeHeadInvalid`,
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +25,7 @@ from typing import Any
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
-from . import merkle
+from . import digests, merkle
 from .b64 import b64u_decode, b64u_encode
 from .errors import E2EEError, InclusionProofInvalid, TreeHeadInvalid
 from .names import is_canonical_username
@@ -55,7 +54,7 @@ MAX_TREE_SIZE = 2**53 - 1  # JSON-safe integers
 
 def sig_hash(signature: bytes) -> str:
     """The leaf's ``sig``: b64url SHA-256 of a rotation signature (64 bytes in), 43 characters out."""
-    return b64u_encode(hashlib.sha256(signature).digest())
+    return b64u_encode(digests.sha256(signature))
 
 
 def _int(doc: dict[str, Any], name: str, error: type[E2EEError], top: int = MAX_TREE_SIZE) -> int:

@@ -34,7 +34,6 @@ This module holds the handshake; the messages (:func:`seal`, :func:`open`, :clas
 
 from __future__ import annotations
 
-import hmac
 import os
 
 import msgspec
@@ -42,6 +41,7 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from . import digests
 from .b64 import b64u_decode, b64u_encode
 from .envelope.format import _OAEP, NONCE_BYTES
 from .errors import (
@@ -214,6 +214,6 @@ def accept_handshake(
         proof = AESGCM(key).decrypt(iv, ciphertext + tag, parts[0])
     except InvalidTag:
         raise DecryptionFailed("AES-GCM authentication failed", field="ciphertext") from None
-    if not hmac.compare_digest(proof, challenge):
+    if not digests.equal(proof, challenge):
         raise ChallengeMismatch("the handshake carries another challenge", field="challenge")
     return Session._from_key(key)

@@ -17,8 +17,6 @@ This module also holds what the handshake shares with the messages: the format's
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import os
 import time
 from dataclasses import dataclass
@@ -28,6 +26,7 @@ import msgspec
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from . import digests
 from .b64 import b64u_decode, b64u_encode
 from .envelope.format import (
     DEFAULT_MAX_ENVELOPE_BYTES,
@@ -154,7 +153,7 @@ class Session:
 
 def session_id(key: bytes) -> str:
     """The public id of a 32-byte session key: b64url(SHA-256(context || key)[:16]), 22 chars."""
-    return b64u_encode(hashlib.sha256(SESSION_ID_CONTEXT + key).digest()[:SESSION_ID_BYTES])
+    return b64u_encode(digests.sha256(SESSION_ID_CONTEXT, key)[:SESSION_ID_BYTES])
 
 
 @dataclass(frozen=True)
@@ -364,7 +363,7 @@ def open(  # the module's public verb, used as l3.open(...)
     if parts[1]:
         raise EnvelopeMalformed("with alg 'dir' the encrypted key part is empty", field="encrypted_key")
     # compare bytes: compare_digest raises TypeError for str with non-ASCII characters
-    if not hmac.compare_digest(h.kid.encode("utf-8", "surrogatepass"), session.id.encode("ascii")):
+    if not digests.equal(h.kid.encode("utf-8", "surrogatepass"), session.id.encode("ascii")):
         raise SessionMismatch("the envelope belongs to another session", field="kid")
     if h.dir not in DIRECTIONS:
         raise EnvelopeMalformed("dir must be 'c2r' or 'r2c'", field="dir")

@@ -24,7 +24,6 @@ by the key it replaces.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import time
@@ -34,6 +33,7 @@ from typing import NamedTuple
 
 import msgspec
 
+from . import digests
 from .b64 import b64u_decode, b64u_encode
 from .errors import E2EEError, StatementMalformed
 from .keys import Identity, PublicIdentity
@@ -162,7 +162,7 @@ def signing_input(body_b64: str) -> bytes:
 
 def statement_hash(signed: str) -> str:
     """b64url(SHA-256(ASCII of the signed form)), 43 characters."""
-    return b64u_encode(hashlib.sha256(signed.encode("ascii")).digest())
+    return b64u_encode(digests.sha256(signed.encode("ascii")))
 
 
 def _bad(message: str, field: str) -> StatementMalformed:

@@ -16,9 +16,9 @@ Pure: no I/O. The key transparency log that uses it is :mod:`shared.kt`.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Sequence
 
+from . import digests
 from .errors import ConsistencyProofInvalid, InclusionProofInvalid
 
 __all__ = [
@@ -35,18 +35,18 @@ __all__ = [
 ]
 
 HASH_BYTES = 32
-EMPTY_ROOT = hashlib.sha256(b"").digest()
+EMPTY_ROOT = digests.sha256()
 MAX_PROOF_HASHES = 64  # a tree of 2^63 leaves needs 63; more is not a proof of ours
 
 
 def leaf_hash(data: bytes) -> bytes:
     """``SHA-256(0x00 || data)`` (RFC 9162 §2.1.1): the 32-byte hash of one leaf."""
-    return hashlib.sha256(b"\x00" + data).digest()
+    return digests.sha256(b"\x00", data)
 
 
 def node_hash(left: bytes, right: bytes) -> bytes:
     """``SHA-256(0x01 || left || right)`` (RFC 9162 §2.1.1): the 32-byte hash of an interior node."""
-    return hashlib.sha256(b"\x01" + left + right).digest()
+    return digests.sha256(b"\x01", left, right)
 
 
 def _split(n: int) -> int:

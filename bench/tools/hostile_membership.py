@@ -25,14 +25,13 @@ Each attack is logged as a warning (``hostile MODE: ...``), like the other modes
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import sqlite3
 import time
 from urllib.parse import parse_qs
 
-from shared import frames, membership
+from shared import digests, frames, membership
 from shared.b64 import b64u_encode
 from shared.errors import E2EEError
 from shared.membership import Statement
@@ -93,7 +92,7 @@ def _forge(base: Statement, **over) -> Statement:
     } | over
     body["members"] = sorted(body["members"], key=lambda m: m["u"].encode())
     body_b64 = b64u_encode(json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode())
-    sig = base.sig if keep_sig else hashlib.sha512(body_b64.encode()).digest()
+    sig = base.sig if keep_sig else digests.sha512(body_b64.encode())
     return membership.parse(f"{body_b64}.{b64u_encode(sig)}")
 
 

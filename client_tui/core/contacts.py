@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
 import logging
 import time
 from collections.abc import Coroutine
@@ -19,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from shared import digests
 from shared.errors import E2EEError, ErrorCode, KeyAnswerMismatch, KeyChangeUnreviewed, RetiredSenderKey
 from shared.keys import Identity, PublicIdentity, fingerprint, safety_number
 from shared.names import canonical_username
@@ -250,7 +250,7 @@ class Contacts:
             raise KeyNotShown(f"no keys pinned for {user}", field="compare")
         digits = "".join(ch for ch in typed if not ch.isspace())
         wanted = shown.safety.replace(" ", "")
-        if digits.isdigit() and hmac.compare_digest(digits.encode(), wanted.encode()):
+        if digits.isdigit() and digests.equal(digits.encode(), wanted.encode()):
             return shown.kids
         wrap, _, sign = typed.strip().partition(".")
         if len(wrap) >= 12 and len(sign) >= 12 and shown.kids[0].startswith(wrap) and shown.kids[1].startswith(sign):
