@@ -156,12 +156,17 @@ class Message(Base):
 
 
 class Delivery(Base):
-    """One row per (recipient, message): the recipient's inbox, read by cursor ``seq``."""
+    """One row per (recipient, message): the recipient's inbox, read by cursor ``seq``, with the
+    wrap key it was sealed to (forward secrecy: a client keeps a retired key while any is unacked)."""
 
     __tablename__ = "deliveries"
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), primary_key=True)
     seq: Mapped[int] = mapped_column(SEQ, ForeignKey("messages.seq", ondelete="CASCADE"), primary_key=True)
     acked_at_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    # The recipient's wrap key id this envelope was wrapped to (level 4: the header's ``rkids[i]``
+    # for member i; migration 0011). None at levels 1-3 and for rows stored before 0011: such a row
+    # counts for every key id in ``GET /v1/keys/outstanding`` (server.queries.outstanding).
+    wrap_kid: Mapped[str | None] = mapped_column(String(43), nullable=True)
     # retention: "is anyone still to acknowledge this message?" (and the cascade from messages)
     __table_args__ = (Index("ix_deliveries_seq_acked", "seq", "acked_at_ms"),)
 

@@ -128,7 +128,9 @@ class SendPath:
             if seq is not None:
                 return frames.Stored(h.mid, seq, h.cid, True)
             raise refusal
-        return await self._commit(user, user_id, h.cid, h.mid, raw, head.members, exclude, t0, h.xp)
+        # rkids equal the head's bound keys in member order (checked above): each delivery records
+        # the wrap key its recipient's copy was sealed to (GET /v1/keys/outstanding)
+        return await self._commit(user, user_id, h.cid, h.mid, raw, head.members, exclude, t0, h.xp, h.rkids)
 
     async def accept_plain(
         self,
@@ -183,14 +185,16 @@ class SendPath:
         exclude: Connection | None,
         t0: float,
         expires_at_ms: int = 0,
+        wrap_kids: list[str] | None = None,
     ) -> frames.Stored:
         """Store through the writer, then fan out to online members here and, through the
         broker, on other relays. ``expires_at_ms``: the envelope's expiry hint ``xp`` (v3 header,
         the content's ``exp`` rounded up to the hour; 0 = none), after which the relay no longer
-        hands it out and retention deletes it."""
+        hands it out and retention deletes it. ``wrap_kids``: level 4, the header's ``rkids``
+        (aligned with ``members``), recorded on each delivery; None at levels 1-3."""
         t1 = time.perf_counter()
         result = await self.writer.run(
-            store.NewMessage(cid, user_id, mid, raw, [m.user_id for m in members], expires_at_ms)
+            store.NewMessage(cid, user_id, mid, raw, [m.user_id for m in members], expires_at_ms, wrap_kids)
         )
         t2 = time.perf_counter()
         if result.duplicate:

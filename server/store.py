@@ -99,7 +99,11 @@ class StoreResult:
 @dataclass(frozen=True)
 class NewMessage:
     """A message to store: the writer inserts all of a batch's messages with three statements
-    (look up repeats, insert messages with RETURNING, insert deliveries)."""
+    (look up repeats, insert messages with RETURNING, insert deliveries).
+
+    Raises:
+        ValueError: ``wrap_kids`` is given and not as long as ``recipient_ids``.
+    """
 
     conversation_id: str
     sender_id: int
@@ -107,11 +111,27 @@ class NewMessage:
     envelope: bytes
     recipient_ids: list[int]
     expires_at_ms: int = 0  # the envelope's expiry hint xp (0 = none)
+    wrap_kids: Sequence[str | None] | None = None
+    """Level 4: the wrap key id each recipient's key was wrapped to, aligned with
+    ``recipient_ids`` (the header's ``rkids``); None at levels 1-3 (stored as NULL)."""
+
+    def __post_init__(self) -> None:
+        # checked here, before the writer's transaction that would store a whole batch with it
+        if self.wrap_kids is not None and len(self.wrap_kids) != len(self.recipient_ids):
+            raise ValueError(f"{len(self.wrap_kids)} wrap key ids for {len(self.recipient_ids)} recipients")
+
+    def deliveries(self, seq: int, t: int) -> Iterator[tuple[int, int, int | None, str | None]]:
+        """``(user_id, seq, acked_at_ms, wrap_kid)`` of each recipient's delivery row: the sender's
+        own acknowledged at ``t`` (Unix ms), the others not yet."""
+        kids = self.wrap_kids if self.wrap_kids is not None else [None] * len(self.recipient_ids)
+        for uid, kid in zip(self.recipient_ids, kids, strict=True):
+            yield uid, seq, t if uid == self.sender_id else None, kid
 
 
 def insert_messages(s: Session, items: list[NewMessage]) -> list[StoreResult]:
-    """Store ``items`` in one transaction, in order; one delivery row per recipient, the sender's
-    own already acknowledged (its device has the message; the others' acks decide retention).
+    """Store ``items`` in one transaction, in order; one delivery row per recipient with the wrap
+    key id it was sealed to (``NewMessage.wrap_kids``), the sender's own already acknowledged (its
+    device has the message; the others' acks decide retention).
 
     Idempotent: a (sender, mid) already stored, or repeated within ``items``, returns the first
     ``seq`` with ``duplicate=True`` and stores nothing more.
@@ -159,9 +179,9 @@ def insert_messages(s: Session, items: list[NewMessage]) -> list[StoreResult]:
         conn.execute(
             insert(deliveries),
             [
-                {"user_id": uid, "seq": seq, "acked_at_ms": t if uid == m.sender_id else None}
+                dict(zip(_DELIVERY_COLUMNS, row, strict=True))
                 for m, seq in zip(fresh, seqs, strict=True)
-                for uid in m.recipient_ids
+                for row in m.deliveries(seq, t)
             ],
         )
         new = {(m.sender_id, m.mid): seq for m, seq in zip(fresh, seqs, strict=True)}
@@ -200,11 +220,10 @@ _SQLITE_SEQ_OF = _sqlite_sql(
     select(Message.seq).where(Message.sender_id == bindparam("sender_id"), Message.mid == bindparam("mid")),
     ("sender_id", "mid"),
 )
+_DELIVERY_COLUMNS = ("user_id", "seq", "acked_at_ms", "wrap_kid")
 _SQLITE_INSERT_DELIVERY = _sqlite_sql(
-    insert(_DELIVERIES).values(
-        user_id=bindparam("user_id"), seq=bindparam("seq"), acked_at_ms=bindparam("acked_at_ms")
-    ),
-    ("user_id", "seq", "acked_at_ms"),
+    insert(_DELIVERIES).values({c: bindparam(c) for c in _DELIVERY_COLUMNS}),
+    _DELIVERY_COLUMNS,
 )
 
 
@@ -219,7 +238,7 @@ def _insert_messages_sqlite(db: sqlite3.Connection, items: list[NewMessage]) -> 
     """
     t = now_ms()
     out: list[StoreResult] = []
-    deliveries: list[tuple[int, int, int | None]] = []
+    deliveries: list[tuple[int, int, int | None, str | None]] = []
     cur = db.cursor()
     try:
         for m in items:
@@ -229,7 +248,7 @@ def _insert_messages_sqlite(db: sqlite3.Connection, items: list[NewMessage]) -> 
                 seq = cur.lastrowid
                 assert seq is not None  # one row was inserted
                 out.append(StoreResult(seq, False))
-                deliveries.extend((uid, seq, t if uid == m.sender_id else None) for uid in m.recipient_ids)
+                deliveries.extend(m.deliveries(seq, t))
             else:
                 out.append(StoreResult(cur.execute(_SQLITE_SEQ_OF, (m.sender_id, m.mid)).fetchone()[0], True))
         if deliveries:

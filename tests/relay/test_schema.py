@@ -52,9 +52,14 @@ def test_the_newest_migration_goes_down_and_up_again_keeping_messages_autoincrem
     con = sqlite3.connect(db)
     try:
         ddl = con.execute("SELECT sql FROM sqlite_master WHERE name = 'messages'").fetchone()[0]
+        deliveries = con.execute("SELECT sql FROM sqlite_master WHERE name = 'deliveries'").fetchone()[0]
+        version = con.execute("SELECT version_num FROM alembic_version").fetchone()[0]
     finally:
         con.close()
-    assert "AUTOINCREMENT" in ddl and "expires_at_ms" not in ddl
+    assert version == "0010_message_expiry"
+    assert "AUTOINCREMENT" in ddl and "expires_at_ms" in ddl
+    # 0011 rebuilt deliveries without wrap_kid, keeping its cascades from users and messages
+    assert "wrap_kid" not in deliveries and deliveries.count("ON DELETE CASCADE") == 2
     _in_thread(migrate.upgrade, url)
     assert _diff(f"sqlite:///{db}") == []
 
