@@ -62,6 +62,7 @@ routes = [
     Route("/v1/users/{username}/keys", keys_api.user_keys),
     Route("/v1/users/{username}/keys/history", keys_api.user_key_history),
     Route("/v1/keys/rotate", keys_api.rotate_keys, methods=["POST"]),
+    Route("/v1/keys/outstanding", keys_api.outstanding, methods=["GET"]),
     Route("/v1/kt/head", kt_api.head),
     Route("/v1/kt/consistency", kt_api.consistency),
     Route("/v1/kt/entries", kt_api.entries),

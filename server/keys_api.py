@@ -1,5 +1,6 @@
 """REST: accounts and the key directory (register, a user's current keys and key history, key
-rotation) and, at level 3, the relay's own key."""
+rotation, the caller's envelopes still outstanding per wrap key) and, at level 3, the relay's own
+key."""
 
 from __future__ import annotations
 
@@ -12,12 +13,15 @@ from starlette.responses import Response
 from shared import frames, keys, kt, rotation
 from shared.b64 import b64u_decode, b64u_encode
 from shared.errors import (
+    AuthFailed,
     Conflict,
     E2EEError,
+    InvalidRequest,
     KeyInvalid,
     NotFound,
 )
 from shared.names import canonical_username
+from shared.strictjson import check_kid
 
 from . import queries, store
 from .models import UserKey
@@ -29,6 +33,8 @@ from .web import read_body as _body
 from .web import state as _state
 
 log = logging.getLogger("e2ee.relay.http")
+MAX_OUTSTANDING_KIDS = 16
+"""The most ``wrap_kid`` parameters one ``GET /v1/keys/outstanding`` may ask about."""
 
 
 class RegisterBody(msgspec.Struct, forbid_unknown_fields=True):
@@ -201,3 +207,54 @@ async def rotate_keys(request: Request) -> Response:
     return _json(
         {"wrap_kid": new.wrap_kid, "sign_kid": new.sign_kid, "counter": body.counter, "published_seq": published}
     )
+
+
+def _outstanding_kids(request: Request) -> list[str]:
+    """The ``wrap_kid`` query parameters: 1 to :data:`MAX_OUTSTANDING_KIDS` key ids, each 43
+    canonical b64url characters (repeats allowed, answered once).
+
+    Raises:
+        InvalidRequest: none, too many, or one that is not a key id (``field`` "wrap_kid"; the
+            message names its position, never echoes it).
+    """
+    kids = request.query_params.getlist("wrap_kid")
+    if not 1 <= len(kids) <= MAX_OUTSTANDING_KIDS:
+        raise InvalidRequest(f"wrap_kid: 1 to {MAX_OUTSTANDING_KIDS} key ids, {len(kids)} given", field="wrap_kid")
+    for i, kid in enumerate(kids):
+        try:
+            check_kid(kid, "wrap_kid")
+        except E2EEError:
+            raise InvalidRequest(
+                f"wrap_kid #{i + 1}: a key id is 43 base64url characters (unpadded SHA-256)", field="wrap_kid"
+            ) from None
+    return kids
+
+
+async def outstanding(request: Request) -> Response:
+    """``GET /v1/keys/outstanding?wrap_kid=KID[&wrap_kid=KID2…]`` (level 4, Bearer) ->
+    ``{"username", "outstanding": {KID: n}}``: for each key id asked, how many envelopes the relay
+    still stores for the caller, not acknowledged by the caller, wrapped to that key, a delivery
+    stored before migration 0011 counted for every key (:func:`server.queries.outstanding`). A
+    client deletes a retired private key only once its count is 0 (forward secrecy).
+
+    Raises:
+        InvalidRequest: the relay is not at level 4 (``field`` "level"), or a bad ``wrap_kid`` list.
+        AuthFailed / SessionEnded: no valid token, or its session is over; its subject is unknown.
+        RateLimited: more than the key-fetch rate.
+    """
+    st = _state(request)
+    if st.settings.level != 4:
+        raise InvalidRequest(
+            f"this relay runs level {st.settings.level}: outstanding envelopes per wrap key are a level-4 question",
+            field="level",
+        )
+    claims = _claims(request)
+    st.limits.key_fetches.check(claims.sub)
+    kids = _outstanding_kids(request)
+    async with st.sessions() as session:
+        user = await queries.get_user(session, claims.sub)
+        if user is None:
+            raise AuthFailed("token subject is unknown", field="sub")
+        counts = await queries.outstanding(session, user.id, kids)
+    log.debug("outstanding user=%s kids=%d counts=%s", claims.sub, len(counts), sorted(counts.values()))
+    return _json({"username": claims.sub, "outstanding": counts})

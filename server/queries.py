@@ -6,6 +6,7 @@ the single writer (:mod:`server.writer`).
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -157,3 +158,30 @@ async def peers_of(session: AsyncSession, user_id: int) -> list[int]:
     mine = select(Member.conversation_id).where(Member.user_id == user_id)
     rows = await session.execute(select(Member.user_id).where(Member.conversation_id.in_(mine)).distinct())
     return [r[0] for r in rows] or [user_id]
+
+
+async def outstanding(session: AsyncSession, user_id: int, wrap_kids: Sequence[str]) -> dict[str, int]:
+    """For each of ``wrap_kids`` (b64url key ids, 43 chars): how many envelopes the relay still
+    stores for ``user_id`` whose delivery to that user is not acknowledged and that were wrapped to
+    that key, a delivery with no recorded key (stored before migration 0011, or at levels 1-3)
+    counted for every key asked, since it may have been wrapped to any of them.
+
+    Only ``user_id``'s own deliveries are read: one grouped count over its unacknowledged rows
+    (the deliveries primary key starts with ``user_id``).
+
+    Returns:
+        ``{wrap_kid: count}`` with every distinct key id of ``wrap_kids`` (0 when none is left).
+    """
+    kids = sorted(set(wrap_kids))
+    rows = await session.execute(
+        select(Delivery.wrap_kid, func.count())
+        .where(
+            Delivery.user_id == user_id,
+            Delivery.acked_at_ms.is_(None),
+            or_(Delivery.wrap_kid.in_(kids), Delivery.wrap_kid.is_(None)),
+        )
+        .group_by(Delivery.wrap_kid)
+    )
+    counts: dict[str | None, int] = {kid: n for kid, n in rows}
+    unknown = counts.get(None, 0)
+    return {kid: counts.get(kid, 0) + unknown for kid in kids}

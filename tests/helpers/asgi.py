@@ -65,3 +65,15 @@ async def new_conversation(
     r = await client.post("/v1/conversations", json={"statement": st.signed}, headers=bearer(login))
     assert r.status_code == 201, r.text
     return st.cid, st.hash
+
+
+async def rest_send(client: httpx2.AsyncClient, login: dict, conversation: str, env: bytes) -> int:
+    """Store the envelope ``env`` in ``conversation`` with a REST send as ``login``'s user (201
+    asserted); its seq."""
+    r = await client.post(
+        f"/v1/conversations/{conversation}/messages",
+        content=env,
+        headers={**bearer(login), "Content-Type": "application/jose+json"},
+    )
+    assert r.status_code == 201, r.text
+    return r.json()["seq"]

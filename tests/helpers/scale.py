@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
+from pathlib import Path
 
 import asyncpg
 import httpx2
@@ -41,6 +42,17 @@ async def fresh_pg_url():
         await admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1", name)
         await admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
         await admin.close()
+
+
+@contextlib.asynccontextmanager
+async def database_url(kind: str, tmp_path: Path):
+    """An empty database for the ``async with`` block, ``kind`` "sqlite" (a file in ``tmp_path``)
+    or "postgresql" (:func:`fresh_pg_url`): its SQLAlchemy async URL."""
+    if kind == "sqlite":
+        yield f"sqlite+aiosqlite:///{tmp_path / 'relay.db'}"
+    else:
+        async with fresh_pg_url() as url:
+            yield url
 
 
 class RedisPath:

@@ -23,7 +23,7 @@ from client_tui.core.record import now_ms
 from server.broker import Note, note_key, seal_note
 from server.migrate import upgrade
 from shared.content import Text
-from tests.helpers.asgi import account, bearer, http, new_conversation, running
+from tests.helpers.asgi import account, http, new_conversation, rest_send, running
 from tests.helpers.config import FAST_RELAY_ENV, PASSWORD
 from tests.helpers.relays import start_relay
 from tests.helpers.scale import REDIS, unavailable
@@ -123,13 +123,7 @@ async def send(
         epoch=0,
         head=head,
     )
-    r = await c.post(
-        f"/v1/conversations/{cid}/messages",
-        content=env,
-        headers={**bearer(login), "Content-Type": "application/jose+json"},
-    )
-    assert r.status_code == 201, r.text
-    return r.json()["seq"]
+    return await rest_send(c, login, cid, env)
 
 
 def run_relay(data_dir: Path, *args: str) -> subprocess.CompletedProcess:

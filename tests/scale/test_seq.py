@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select, text
@@ -16,7 +15,7 @@ from server.migrate import upgrade
 from server.models import Message
 from server.retention import delete_batch
 from server.writer import Writer
-from tests.helpers.scale import fresh_pg_url
+from tests.helpers.scale import database_url
 from tests.helpers.writing import count, new
 
 
@@ -60,15 +59,6 @@ async def test_a_seq_above_2_31_is_stored_synced_and_acknowledged(writer):
 
 
 # -- migration 0007 on a database with data ------------------------------------------------------------
-@contextlib.asynccontextmanager
-async def database(kind: str, tmp_path: Path):
-    if kind == "sqlite":
-        yield f"sqlite+aiosqlite:///{tmp_path / 'relay.db'}"
-    else:
-        async with fresh_pg_url() as url:
-            yield url
-
-
 async def fill_at_0006(url: str) -> tuple[list, list]:
     """At schema 0006: messages 1..5 (bob read 1-2, carol none), alice's keys rotated when 5 was the
     newest (``published_seq`` 5), then retention deleted 3 and 5. Returns the stored
@@ -126,7 +116,7 @@ async def snapshot(engine) -> tuple[list, list]:
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
 async def test_migration_0007_keeps_every_message_and_delivery_and_seqs_go_on_rising(kind, tmp_path):
-    async with database(kind, tmp_path) as url:
+    async with database_url(kind, tmp_path) as url:
         before = await fill_at_0006(url)
         assert [m[0] for m in before[0]] == [1, 2, 4] and len(before[1]) == 9
         await asyncio.to_thread(upgrade, url)
