@@ -24,6 +24,7 @@ BENCH_RELAY_ENV = {
     "E2EE_RATE_LOGINS_PER_MIN": "0",
     "E2EE_RATE_KEY_FETCHES_PER_MIN": "0",
     "E2EE_RATE_CONVERSATIONS_PER_MIN": "0",
+    "E2EE_RATE_MEMBER_CHANGES_PER_MIN": "0",  # bench/rotation.py: one update statement per conversation
     "E2EE_OPERATOR_TOKEN": secrets.token_hex(16),  # GET /v1/metrics needs it
 }
 OPERATOR_HEADERS = {"Authorization": f"Bearer {BENCH_RELAY_ENV['E2EE_OPERATOR_TOKEN']}"}

@@ -148,9 +148,27 @@ SUITES: list[Suite] = [
     ),
     Suite(
         "transparency",
-        "key transparency log: µs to check a key answer's inclusion proof at 10^3, 10^5, 10^6 entries, proof bytes",
+        "key transparency log: µs to check a key answer's inclusion proof at 10^3, 10^5, 10^6 entries, proof bytes, "
+        "the gossiped head's effect on padded message size",
         "bench.transparency",
-        lambda a: {"n": 300 if a.quick else 2000, "sizes": (1000, 10_000) if a.quick else (1000, 100_000, 1_000_000)},
+        lambda a: {
+            "n": 300 if a.quick else 2000,
+            "sizes": (1000, 10_000) if a.quick else (1000, 100_000, 1_000_000),
+            "bits": 2048 if a.quick else a.bits,
+        },
+    ),
+    Suite(
+        "rotation",
+        "one key rotation through a relay for a user in 1, 10, 50 conversations: keygen, publish + KT append, "
+        "membership updates",
+        "bench.rotation",
+        lambda a: {
+            "conversations": (1, 3) if a.quick else (1, 10, 50),
+            "rounds": 2 if a.quick else 5,
+            "bits": 2048 if a.quick else a.bits,
+            "kdf": {"iterations": 1, "memory_kib": 8192, "lanes": 1} if a.quick else None,
+            "limited": 33 if a.quick else 50,  # over the relay's default burst of 30 member changes
+        },
     ),
     Suite(
         "attachments",
