@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from .annotate import live, tombstone
 from .events import ConversationsChanged, RecordChanged
-from .record import Record, now_ms
+from .record import Record, RecordState, now_ms
 
 if TYPE_CHECKING:
     from .client import ChatClient
@@ -53,6 +53,7 @@ class Expiry:
         self.timers: dict[str, int] = {}
         self._handle: asyncio.TimerHandle | None = None
         self._armed: int | None = None
+        self._shown: dict[str, int] = {}  # lid -> exp of the records this session announced
 
     def load(self, meta: dict) -> None:
         """The timers the history cache kept (its meta ``timers``)."""
@@ -80,9 +81,15 @@ class Expiry:
         await self.c.events.put(ConversationsChanged(conversation))
 
     # -- the loop timer ------------------------------------------------------------------------
-    def note(self, exp: int | None) -> None:
-        """A record expiring at ``exp`` (ms) was stored: make sure the timer fires by then."""
-        if exp is None or (self._armed is not None and self._armed <= exp):
+    def note(self, exp: int | None, lid: str | None = None) -> None:
+        """A record (local id ``lid``) expiring at ``exp`` (ms) was stored: make sure the timer
+        fires by then, and that this session announces its deletion even if another session of the
+        account on the same cache (``e2ee-chat send`` while the app is open) deletes it first."""
+        if exp is None:
+            return
+        if lid is not None:
+            self._shown[lid] = exp
+        if self._armed is not None and self._armed <= exp:
             return
         if self._handle is not None:
             self._handle.cancel()
@@ -100,17 +107,35 @@ class Expiry:
         history = self.c.history
         if history is None:
             return []
+        now = now_ms()
         async with self.c.messaging.lock:  # not while an edit or reaction rewrites one of them
-            gone = [live(self.c, r) for r in await history.expiring(now_ms())]
+            gone = [live(self.c, r) for r in await history.expiring(now)]
             for rec in gone:
                 tombstone(rec, "expired")
                 await history.put(rec)
+            gone += await self._deleted_elsewhere(now, {r.lid for r in gone})
         for rec in gone:
             await self.c.events.put(RecordChanged(rec))
         if gone:
             log.info("%d expired message(s) deleted", len(gone))
         self.note(await history.next_exp())
         return gone
+
+    async def _deleted_elsewhere(self, now: int, done: set[str]) -> list[Record]:
+        """Records this session announced whose ``exp`` passed and that another session of the
+        account already deleted from the shared cache: announced deleted here too."""
+        due = [lid for lid, exp in self._shown.items() if exp <= now]
+        out = []
+        for lid in due:
+            del self._shown[lid]
+            if lid in done or self.c.history is None:
+                continue
+            rec = await self.c.history.by_lid(lid)
+            if rec is not None and rec.state == RecordState.DELETED:
+                shown = live(self.c, rec)  # the object this session holds: deleted here too
+                tombstone(shown, rec.reason)
+                out.append(shown)
+        return out
 
     def stop(self) -> None:
         """Cancel the loop timer (the client closes)."""

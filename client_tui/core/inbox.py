@@ -212,7 +212,7 @@ class Inbox:
                 rec = stored[0] if stored else rec
             if counted:
                 await c.history.set_unread(h.cid, c.unread[h.cid])
-        c.expiry.note(rec.content.exp)
+        c.expiry.note(rec.content.exp, rec.lid)
         if rec.is_message:
             await c.events.put(
                 MessageReceived(frame.seq, h.cid, h.snd, text or "", h.mid, ts, ctr, raw, timings, warning)

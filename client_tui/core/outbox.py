@@ -179,7 +179,7 @@ class Outbox(AudienceDecisions):
             raise
         if c.history is not None:
             await c.history.put(rec, {"counters": counters})
-        c.expiry.note(rec.content.exp)
+        c.expiry.note(rec.content.exp, rec.lid)
         await c.events.put(RecordChanged(rec, new=True))
         self.wake.set()
         return item

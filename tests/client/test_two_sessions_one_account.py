@@ -65,3 +65,25 @@ async def test_the_open_session_shows_the_row_the_other_session_stored(make_clie
     shown = await wait_event(window, RecordChanged, lambda e: e.record.mid == sent.mid)
     (row,) = await window.history.by_mid(sent.mid, conv)
     assert shown.record.lid == row.lid
+
+
+async def test_a_message_my_other_session_deleted_when_it_expired_is_taken_off_the_open_one(make_client):
+    """The script session's timer fires first and deletes the row from the shared cache; the open
+    session's own sweep then found nothing to delete (it asks the cache for rows not deleted yet) and
+    kept showing the expired message until a restart — the race behind an intermittent failure of
+    the test above under load."""
+    window, script, bob, conv = await two_sessions(make_client)
+    await script.messaging.set_timer(conv, 1, wait=True)
+    sent = await script.messaging.send(conv, "gone in a second", wait=True)
+    await wait_event(window, RecordChanged, lambda e: e.record.mid == sent.mid)  # shown in the window
+    window.expiry.stop()  # the window's timer waits: the script's fires first
+    await wait_event(
+        script, RecordChanged, lambda e: e.record.mid == sent.mid and e.record.state == RecordState.DELETED, timeout=20
+    )
+    gone = await window.expiry.sweep()
+    assert [(r.mid, r.state, r.text) for r in gone] == [(sent.mid, RecordState.DELETED, None)]
+    shown = await wait_event(
+        window, RecordChanged, lambda e: e.record.mid == sent.mid and e.record.state == RecordState.DELETED
+    )
+    assert shown.record.lid == gone[0].lid
+    assert await window.expiry.sweep() == []  # announced once
