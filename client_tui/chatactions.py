@@ -159,7 +159,10 @@ class ChatActions:
 
         def picked(emoji: str | None) -> None:
             if emoji:
-                self.run_action(self.client.messaging.react(rec.mid, emoji), "reaction not sent")
+                self.run_action(
+                    self.client.messaging.react(rec.mid, emoji, conversation=rec.conversation, sender=rec.sender),
+                    "reaction not sent",
+                )
 
         self.app.push_screen(ReactionPicker(given), picked)
 

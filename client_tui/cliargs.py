@@ -58,6 +58,12 @@ def mid_argv(argv: list[str]) -> list[str]:
     return out
 
 
+def _which(p: argparse.ArgumentParser) -> None:
+    """``--conversation``/``--from``: which message a MID means when it names several here."""
+    p.add_argument("--conversation", help="the message's conversation (when its id names several here)")
+    p.add_argument("--from", dest="sender", help="the message's author (when its id names several here)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="e2ee-chat",
@@ -125,6 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     _mid(x)
     x.add_argument("emoji", help="1-16 characters, no spaces, e.g. 👍")
     x.add_argument("--off", action="store_true", help="take the reaction back")
+    _which(x)
 
     ex = add("expire", "set a conversation's disappearing-message timer for every member (0: off)")
     where = ex.add_mutually_exclusive_group(required=True)
@@ -143,8 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="the file to write, or a folder to save it in under its own name (never replaces a file; "
         "the folder must exist)",
     )
-    g.add_argument("--conversation", help="the message's conversation (when its id names several here)")
-    g.add_argument("--from", dest="sender", help="the message's author (when its id names several here)")
+    _which(g)
 
     t = add("tail", "print the latest messages, then new ones (offline: the stored ones)")
     t.add_argument("--conversation", help="only this conversation")

@@ -55,10 +55,15 @@ async def delete(args) -> int:
 
 
 async def react(args) -> int:
-    """``react MID EMOJI [--off]``: add (or take back) my reaction to message MID."""
+    """``react MID EMOJI [--off] [--conversation ID] [--from NAME]``: add (or take back) my
+    reaction to message MID (the options say which when MID names several messages here)."""
     client = await _online(args)
     try:
-        return _stored(await client.messaging.react(args.mid, args.emoji, on=not args.off, wait=True))
+        react = client.messaging.react
+        on = not args.off
+        return _stored(
+            await react(args.mid, args.emoji, on, conversation=args.conversation, sender=args.sender, wait=True)
+        )
     finally:
         await client.close()
 

@@ -34,7 +34,6 @@ from shared.b64 import b64u_decode, b64u_encode
 from shared.content import AttachmentRef
 from shared.errors import BlobTooLarge, InvalidRequest, QuotaExceeded
 
-from .errors import UnknownReference
 from .outbox import SEND_TIMEOUT_S
 from .private import PrivateStream
 from .record import Doc, Record
@@ -344,18 +343,7 @@ class Attachments:
                 carries no file, or it names several messages (``--conversation``/``--from`` tell
                 which).
         """
-        found = await self.c.history.by_mid(mid, conversation) if self.c.history is not None else []
-        found = [r for r in found if r.is_message and (sender is None or r.sender == sender)]
-        if not found:
-            raise UnknownReference(f"no message {mid} here", field="mid")
-        if len(found) > 1:
-            which = ", ".join(sorted(f"{r.sender} in {r.conversation}" for r in found))
-            raise InvalidRequest(
-                f"message id {mid} names {len(found)} messages here ({which}): "
-                "say which with --conversation and/or --from",
-                field="mid",
-            )
-        rec = found[0]
+        rec = await self.c.messaging.message(mid, conversation, sender)
         if rec.content.t != "attachment" or not rec.content.att:
             raise InvalidRequest(f"message {mid} carries no file", field="mid")
         return msgspec.convert(rec.content.att, AttachmentRef)

@@ -15,7 +15,7 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from shared import content
-from shared.errors import ContentInvalid
+from shared.errors import ContentInvalid, InvalidRequest
 
 from . import annotate
 from .errors import NotAuthor, UnknownReference
@@ -48,17 +48,42 @@ class Messaging:
             await self.c.outgoing.stored(item, timeout)
         return item.record
 
-    async def message(self, mid: str, conversation: str | None = None) -> Record:
-        """The message ``mid`` stored here (in ``conversation``).
+    async def message(self, mid: str, conversation: str | None = None, sender: str | None = None) -> Record:
+        """The message ``mid`` stored here (in ``conversation``, written by ``sender``): the one a
+        reply, reaction or saved file names.
+
+        A mid is unique per sender, not globally: any member (helped by a relay that reads the
+        headers) can reuse another's. So a mid that names messages in several conversations is
+        refused rather than resolved to the first one stored; inside one conversation a document
+        names the message its receivers resolve it to (:func:`annotate.target_of`: the first one
+        stored), and asking for another author's there is refused, since it would name that one.
 
         Raises:
-            UnknownReference: no message (text, reply, attachment) with that id is stored here.
+            UnknownReference: no message (text, reply, attachment) with that id is stored here (or
+                not in ``conversation``, or not by ``sender``).
+            InvalidRequest (``field`` ``mid``): it names several messages here, or ``sender``'s is not
+                the one this id names in its conversation (``--conversation``/``--from`` tell which).
         """
         found = await self.c.history.by_mid(mid, conversation) if self.c.history is not None else []
-        for rec in found:
-            if rec.is_message:
-                return rec
-        raise UnknownReference(f"no message {mid} here", field="ref")
+        found = [r for r in found if r.is_message]
+        chosen = [r for r in found if sender is None or r.sender == sender]
+        if not chosen:
+            raise UnknownReference(f"no message {mid} here", field="mid")
+        if len({r.conversation for r in chosen}) > 1 or (sender is not None and len(chosen) > 1):
+            which = ", ".join(sorted(f"{r.sender} in {r.conversation}" for r in chosen))
+            raise InvalidRequest(
+                f"message id {mid} names {len(chosen)} messages here ({which}): "
+                "say which with --conversation and/or --from",
+                field="mid",
+            )
+        first = next(r for r in found if r.conversation == chosen[0].conversation)
+        if first is not chosen[0] and first.sender != self.c.username:
+            raise InvalidRequest(
+                f"message id {mid} was used first in this conversation by {first.sender}: a reply or "
+                f"reaction naming it would reach {first.sender}'s message, not {chosen[0].sender}'s",
+                field="mid",
+            )
+        return chosen[0]
 
     async def own(self, mid: str) -> Record:
         """My message ``mid`` (the one thing I may edit or delete).
@@ -120,16 +145,24 @@ class Messaging:
         return await self._queue(target.conversation, None, Doc(t="delete", ref=mid), wait, timeout, apply=True)
 
     async def react(
-        self, mid: str, emoji: str, on: bool | None = None, *, wait: bool = False, timeout: float = SEND_TIMEOUT_S
+        self,
+        mid: str,
+        emoji: str,
+        on: bool | None = None,
+        *,
+        conversation: str | None = None,
+        sender: str | None = None,
+        wait: bool = False,
+        timeout: float = SEND_TIMEOUT_S,
     ) -> Record:
-        """Add (``on`` True) or take back (False) my reaction ``emoji`` to message ``mid``;
-        ``on`` None toggles it.
+        """Add (``on`` True) or take back (False) my reaction ``emoji`` to message ``mid`` (in
+        ``conversation``, by ``sender``: see :meth:`message`); ``on`` None toggles it.
 
         Raises:
-            UnknownReference; ContentInvalid (``emoji``: 1-16 code points, no spaces or controls);
-            as :meth:`ChatClient.queue_text`.
+            UnknownReference, InvalidRequest (as :meth:`message`); ContentInvalid (``emoji``: 1-16
+            code points, no spaces or controls); as :meth:`ChatClient.queue_text`.
         """
-        target = await self.message(mid)
+        target = await self.message(mid, conversation, sender)
         if on is None:
             on = self.c.username not in target.content.reactions.get(emoji, [])
         doc = Doc(t="react", ref=mid, emoji=emoji, on=on)
