@@ -10,6 +10,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from shared import frames
+from shared import membership as shared_membership
 from shared.errors import (
     AuthFailed,
     InvalidRequest,
@@ -36,8 +37,19 @@ async def _statement(request: Request, cid: str | None) -> Response:
     members), and tell every member before and after (``members_changed``)."""
     claims = _claims(request)
     st = _state(request)
-    (st.limits.conversations if cid is None else st.limits.member_changes).check(claims.sub)
     body = await _body(request, StatementBody)
+    op = shared_membership.parse(body.statement).op  # the form only: StatementMalformed before any lookup
+    # an update (a rotation's new keys moved into each conversation: one per conversation, checked
+    # below to be the actor's current keys) has a budget of its own, so that a rotation by a user in
+    # many conversations is not cut off by the member-change limit
+    limit = (
+        st.limits.conversations
+        if cid is None
+        else st.limits.key_updates
+        if op == "update"
+        else st.limits.member_changes
+    )
+    limit.check(claims.sub)
     async with st.sessions() as session:
         checked = await membership.check(
             session, body.statement, claims.sub, cid=cid, max_members=st.settings.max_members

@@ -141,6 +141,13 @@ class Settings:
     rate_member_changes_per_min: float = field(
         default=30.0, metadata={"help": "member changes a user may make per minute (0: off)"}
     )
+    rate_key_updates_per_min: float = field(
+        default=1000.0,
+        metadata={
+            "help": "update statements (a key rotation moving the new keys into each of the user's "
+            "conversations) a user may post per minute, apart from member changes (0: off)"
+        },
+    )
     lockout_failures: int = field(
         default=5,
         metadata={

@@ -63,6 +63,7 @@ class Limits:
     key_fetches: RateLimiter
     conversations: RateLimiter
     member_changes: RateLimiter
+    key_updates: RateLimiter  # update statements: one per conversation after each key rotation
     lockout: Lockout
 
     @classmethod
@@ -74,6 +75,7 @@ class Limits:
             RateLimiter("key_fetches", s.rate_key_fetches_per_min * per_min, s.rate_key_fetches_per_min / 4),
             RateLimiter("conversations", s.rate_conversations_per_min * per_min, s.rate_conversations_per_min),
             RateLimiter("member_changes", s.rate_member_changes_per_min * per_min, s.rate_member_changes_per_min),
+            RateLimiter("key_updates", s.rate_key_updates_per_min * per_min, s.rate_key_updates_per_min),
             Lockout(s.lockout_failures, s.lockout_window_s, s.lockout_user_failures),
         )
 

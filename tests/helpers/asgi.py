@@ -9,6 +9,7 @@ import httpx2
 
 from server.app import create_app
 from server.settings import Settings
+from shared import rotation
 from shared.b64 import b64u_encode
 from shared.keys import Identity, spki_der
 from tests.helpers.config import PASSWORD
@@ -77,3 +78,17 @@ async def rest_send(client: httpx2.AsyncClient, login: dict, conversation: str, 
     )
     assert r.status_code == 201, r.text
     return r.json()["seq"]
+
+
+async def rotate(client: httpx2.AsyncClient, login: dict, old: Identity, new: Identity, counter: int) -> None:
+    """Publish ``new`` as ``old``'s successor (``POST /v1/keys/rotate``, a v2 rotation statement
+    signed by ``old``; ``counter``: the number of key pairs published before); asserts 200."""
+    st = rotation.Rotation(old.username, (old.wrap_kid, old.sign_kid), (new.wrap_kid, new.sign_kid), counter)
+    body = {
+        "wrap_key": b64u_encode(spki_der(new.public.wrap_key)),
+        "sign_key": b64u_encode(spki_der(new.public.sign_key)),
+        "counter": counter,
+        "signature": b64u_encode(old.sign_private.sign(st.statement())),
+    }
+    r = await client.post("/v1/keys/rotate", json=body, headers=bearer(login))
+    assert r.status_code == 200, r.text

@@ -11,10 +11,10 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives.serialization import load_der_public_key
 
-from shared import kt, merkle, rotation
-from shared.b64 import b64u_decode, b64u_encode
+from shared import kt, merkle
+from shared.b64 import b64u_decode
 from shared.keys import Identity, spki_der
-from tests.helpers.asgi import bearer, http, register, running
+from tests.helpers.asgi import bearer, http, register, rotate, running
 from tests.helpers.config import TEST_BITS
 
 
@@ -25,18 +25,6 @@ async def signed_head(client) -> tuple[kt.TreeHead, object]:
     head, key = kt.TreeHead.from_json(doc["head"]), load_der_public_key(b64u_decode(doc["log_key"]))
     head.verify(key)
     return head, key
-
-
-async def rotate(client, login: dict, old: Identity, new: Identity, counter: int) -> None:
-    st = rotation.Rotation(old.username, (old.wrap_kid, old.sign_kid), (new.wrap_kid, new.sign_kid), counter)
-    body = {
-        "wrap_key": b64u_encode(spki_der(new.public.wrap_key)),
-        "sign_key": b64u_encode(spki_der(new.public.sign_key)),
-        "counter": counter,
-        "signature": b64u_encode(old.sign_private.sign(st.statement())),
-    }
-    r = await client.post("/v1/keys/rotate", json=body, headers=bearer(login))
-    assert r.status_code == 200, r.text
 
 
 async def test_registrations_and_a_rotation_are_leaves_with_proofs_to_signed_heads(settings_for, identities):

@@ -17,8 +17,9 @@ from starlette.websockets import WebSocketDisconnect
 from server.app import create_app
 from shared import membership
 from shared.errors import StatementMalformed
-from tests.helpers.asgi import account, bearer, http, register, running
-from tests.helpers.config import PASSWORD
+from shared.keys import Identity
+from tests.helpers.asgi import account, bearer, http, register, rotate, running
+from tests.helpers.config import PASSWORD, TEST_BITS
 
 MiB = 1024 * 1024
 
@@ -188,6 +189,46 @@ async def test_conversation_and_member_changes_are_rate_limited(settings_for, id
                 await c.post("/v1/conversations/conv-0/log", json={"statement": st.signed}, headers=bearer(alice))
             ).status_code
             for st in (added, removed, again)
+        ]
+        assert codes == [201, 201, 429]
+
+
+async def test_a_rotation_moves_the_new_keys_into_every_conversation_past_the_member_change_limit(
+    settings_for, identities
+):
+    """A rotation is followed by one update statement per conversation: at the member-change
+    limit (2 a minute here, 30 by default) a user in 6 conversations got the new keys into 2 and
+    could not send in the other 4 until the bucket refilled. Updates have a budget of their own;
+    other changes stay limited, and an update cannot carry any other change."""
+    s = settings_for(rate_conversations_per_min=0, rate_member_changes_per_min=2)
+    ids = identities
+    m = {n: membership.member_of(ids[n].public) for n in ("alice", "bob", "carol")}
+    async with running(s) as app, http(app) as c:
+        alice = await register(c, ids["alice"])
+        await register(c, ids["bob"])
+        await register(c, ids["carol"])
+        made = [membership.create(ids["alice"], f"conv-{i}", "t", [m["alice"], m["bob"]]) for i in range(6)]
+        for st in made:
+            assert (
+                await c.post("/v1/conversations", json={"statement": st.signed}, headers=bearer(alice))
+            ).status_code == 201
+        new = Identity.generate("alice", TEST_BITS)
+        await rotate(c, alice, ids["alice"], new, 1)
+        updated = [membership.change(st, ids["alice"], "update", keys=membership.member_of(new.public)) for st in made]
+        codes = [
+            (
+                await c.post(f"/v1/conversations/{st.cid}/log", json={"statement": st.signed}, headers=bearer(alice))
+            ).status_code
+            for st in updated
+        ]
+        assert codes == [201] * 6
+        as_new = Identity("alice", new.wrap_private, new.sign_private)
+        adds = [membership.change(st, as_new, "add", add=[m["carol"]]) for st in updated[:3]]
+        codes = [
+            (
+                await c.post(f"/v1/conversations/{st.cid}/log", json={"statement": st.signed}, headers=bearer(alice))
+            ).status_code
+            for st in adds
         ]
         assert codes == [201, 201, 429]
 
