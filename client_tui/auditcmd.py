@@ -1,13 +1,15 @@
 """``e2ee-chat audit``: the key transparency heads this client holds for the relay, checked against
 the relay's log now (docs/PROTOCOL.md §14).
 
-Prints what is held (tree size, root, when the relay signed it, the pinned log key), the relay's
-current head and whether it extends the held one (a consistency proof), and the monitor's verdict
+Prints what is held (tree size, root, when the relay signed it, the pinned log key), the heads
+other users showed this client that the relay has not proven consistent yet (asked again now), the
+relay's current head and whether it extends the held one (a consistency proof), and the monitor's verdict
 on the user's own keys (every leaf under the name is a key this keystore published; the current
 keys are in the log). Needs the keystore passphrase (the keys published) and the relay password
 (reading the log's leaves takes a token: they name every account).
 
-Exit status: 0 consistent, 5 the log does not verify (an alert line says how), 1 other failures.
+Exit status: 0 consistent, 5 the log does not verify or the relay answers its routes with errors
+(an alert line says how), 1 other failures (the relay not reachable at all).
 """
 
 from __future__ import annotations
@@ -44,10 +46,14 @@ async def audit(args) -> int:
             print(f"log key: {key_id(kt.log_key)}")
             print(_head_line("held", held))
             print(f"monitored: the first {kt.edge.size} keys of the log")
+        for u in kt.unproven:  # gossiped heads the relay has not proven consistent yet: asked again now
+            print(f"unproven: a head of {u.head.size} keys {one_line(u.by)} showed you, asked {u.tries} time(s)")
         await client.rest.login(args.password)  # a token, nothing else: the monitor runs below
         try:
             current = await kt.refresh()
             print(_head_line("relay", current))
+            if kt.unproven:
+                print(f"still unproven: {len(kt.unproven)} head(s) others showed you (the relay did not answer)")
             if held is not None:
                 print(f"consistent: the relay's log extends the held head of {held.size} keys")
             read = await account.monitor_own_keys(client, quiet=False)

@@ -6,17 +6,24 @@ Kept in ``kt-head.json`` in the profile folder (public data, written atomically 
 :func:`client_tui.core.private.write_private`)::
 
     {"format": "e2ee-chat-kt", "v": 1, "log_key": b64url SPKI (Ed25519), "head": <signed head>,
-     "monitor": {"size": n, "edge": [b64url subtree roots], "mine": [[wrap_kid, sign_kid], ...]}}
+     "monitor": {"size": n, "edge": [b64url subtree roots], "mine": [[wrap_kid, sign_kid], ...]},
+     "unproven": [{"head": <signed head>, "by": username, "tries": n}, ...]}
 
 - The relay's log key is pinned on first use; a head signed by another key is refused.
 - A head newer than the one held is accepted only with a consistency proof from the held one
   (RFC 9162 §2.1.4); an older one must be proven a prefix of it; one of the same size must have
   the same root. Anything else is a :class:`~shared.errors.TransparencyFailed` raised loudly: an
   alert event, a warning in the log, and nothing from that answer is pinned.
-- The monitor reads every leaf appended since its last visit, checks that they add up to the
-  signed head (a compact range of the tree's right edge is kept, so a visit costs the new leaves
+- A head another user showed us (gossip) that the relay does not answer a consistency request
+  for is kept (``unproven``) and asked for again at every refresh; left unanswered
+  :data:`MAX_TRIES` times, it is a split view naming that user. A head not signed by the pinned
+  log key names the user whose message carried it; each user raises each kind of alert once.
+- The monitor reads every leaf appended since its last visit up to the newest head held (not
+  only the one the relay shows now: an older one would hide what was appended since), checks that
+  they add up to that signed head (a compact range of the tree's right edge is kept, so a visit costs the new leaves
   only), and that every leaf under the user's name is a key this keystore published, and that
-  every key it published (current and retired) is in the log.
+  every key it published (current and retired) is in the log. A relay that answers the log's
+  routes with an error (not: does not answer at all) is alerted: the monitor cannot run.
 """
 
 from __future__ import annotations
@@ -36,7 +43,6 @@ from shared.b64 import b64u_decode, b64u_encode
 from shared.errors import (
     ConsistencyProofInvalid,
     E2EEError,
-    InclusionProofInvalid,
     LogKeyMismatch,
     SplitView,
     TransparencyFailed,
@@ -46,6 +52,7 @@ from shared.keys import PublicIdentity, key_id, spki_der
 
 from .errors import NOT_ANSWERED, ClientError, LocalFileDamaged
 from .events import TransparencyAlert
+from .kt_checks import Unproven, checked, refused
 from .private import load_local_json, set_aside, write_private
 
 if TYPE_CHECKING:
@@ -56,6 +63,8 @@ log = logging.getLogger("e2ee.client.kt")
 FILE_NAME = "kt-head.json"
 FORMAT = "e2ee-chat-kt"
 KTH_ROOM = 256  # bytes a document's kth takes at most (~212: a 16-digit size and timestamp)
+MAX_TRIES = 3  # times the relay may leave a gossiped head unproven before it is a split view
+MAX_UNPROVEN = 16  # gossiped heads kept for a later proof; more are checked when these are settled
 
 
 class Transparency:
@@ -67,7 +76,9 @@ class Transparency:
         self.head: kt.TreeHead | None = None
         self.edge = merkle.CompactRange()
         self.mine: set[tuple[str, str]] = set()
+        self.unproven: list[Unproven] = []  # gossiped heads the relay has not answered for yet
         self.alerts: list[TransparencyFailed] = []
+        self._told: set[tuple[str, str]] = set()  # (sender, code) of the gossip alerts raised
         self._lock = asyncio.Lock()
         self.load()
 
@@ -95,6 +106,7 @@ class Transparency:
                 raise LocalFileDamaged(f"{FILE_NAME}: its monitor state is not an object of lists")
             edge = merkle.CompactRange(mon.get("size", 0), [b64u_decode(h, "edge") for h in mon.get("edge", [])])
             mine = {(str(w), str(s)) for w, s in mon.get("mine", [])}
+            unproven = [Unproven.from_json(u) for u in doc.get("unproven", [])][:MAX_UNPROVEN]
         except (OSError, ValueError, KeyError, TypeError, E2EEError) as exc:
             aside = set_aside(self.path, "damaged")
             text = (
@@ -104,7 +116,7 @@ class Transparency:
             log.warning("kt state damaged (%s): set aside", type(exc).__name__)
             self.c.local_warnings.append(text)
             return
-        self.log_key, self.head, self.edge, self.mine = key, head, edge, mine
+        self.log_key, self.head, self.edge, self.mine, self.unproven = key, head, edge, mine, unproven
 
     def save(self) -> None:
         """Write the held state (atomic, 0600)."""
@@ -120,12 +132,18 @@ class Transparency:
                 "edge": [b64u_encode(h) for h in self.edge.hashes],
                 "mine": sorted([list(k) for k in self.mine]),
             },
+            "unproven": [u.to_json() for u in self.unproven],
         }
         self.c.profile.mkdir(parents=True, exist_ok=True)
         write_private(self.path, json.dumps(doc, sort_keys=True).encode())
 
     # -- alerts -------------------------------------------------------------------------------------
-    async def _alert(self, exc: TransparencyFailed) -> TransparencyFailed:
+    async def _alert(self, exc: TransparencyFailed, seen_by: str | None = None) -> TransparencyFailed:
+        if seen_by is not None:  # one alert per sender and kind: a member cannot flood the screen
+            if (seen_by, str(exc.code)) in self._told:
+                log.info("kt: another %s from %s, not alerted again", exc.code, seen_by)
+                return exc
+            self._told.add((seen_by, str(exc.code)))
         self.alerts.append(exc)
         log.warning("KEY TRANSPARENCY ALERT %s: %s", exc.code, exc.message)
         await self.c.events.put(TransparencyAlert(str(exc.code), exc.message, exc.field))
@@ -139,10 +157,20 @@ class Transparency:
     async def refresh(self) -> kt.TreeHead:
         """Fetch the relay's current head, pin its log key on first use, and accept the head.
 
+        Then asks again for the proofs of the gossiped heads the relay left unanswered
+        (:attr:`unproven`); one it leaves unanswered :data:`MAX_TRIES` times is a split view.
+
         Raises:
-            TransparencyFailed (alerted); ClientError: relay errors.
+            TransparencyFailed (alerted): also when the relay answers the head request with an
+                error (it refuses to show its log: nothing it answers can be checked).
+            ClientError: the relay did not answer (``unreachable``, ``offline``).
         """
-        doc = await self._get("/v1/kt/head")
+        try:
+            doc = await self._get("/v1/kt/head")
+        except ClientError as exc:
+            if exc.code in NOT_ANSWERED:
+                raise
+            raise await self._alert(refused("its signed head", exc, "head")) from None
         try:
             if not isinstance(doc, dict) or not isinstance(doc.get("log_key"), str):
                 raise TreeHeadInvalid("the relay's head answer has no log key", field="log_key")
@@ -151,6 +179,7 @@ class Transparency:
         except TransparencyFailed as exc:
             raise await self._alert(exc) from None
         await self.accept(head)
+        await self._retry_unproven()
         return head
 
     def _pin(self, spki_b64: str) -> None:
@@ -181,14 +210,25 @@ class Transparency:
             try:
                 await self._accept(head, seen_by)
             except TransparencyFailed as exc:
-                raise await self._alert(exc) from None
+                raise await self._alert(exc, seen_by) from None
 
     async def _accept(self, head: kt.TreeHead, seen_by: str | None) -> None:
         if self.log_key is None:
             doc = await self._get("/v1/kt/head")
             self._pin(doc.get("log_key") if isinstance(doc, dict) else "")
         assert self.log_key is not None
-        head.verify(self.log_key)
+        try:
+            head.verify(self.log_key)
+        except TreeHeadInvalid:
+            if seen_by is None:
+                raise
+            raise TreeHeadInvalid(
+                f"{seen_by}'s message carries a key directory head ({head.size} keys) that is not signed by "
+                f"the relay's log key you pinned: either {seen_by}'s client made it up, or the relay gave "
+                f"{seen_by} another log key and shows them a key directory of its own (a split view). "
+                f"Compare the log key with {seen_by} (e2ee-chat audit prints it)",
+                field=seen_by,
+            ) from None
         held = self.head
         if held is not None:
             lo, hi = (held, head) if held.size <= head.size else (head, held)
@@ -255,8 +295,43 @@ class Transparency:
             await self.accept(head, seen_by=sender)
         except TransparencyFailed:
             pass  # alerted by accept
-        except E2EEError as exc:
+        except E2EEError as exc:  # the relay did not answer: kept, asked again at every refresh
             log.info("gossiped head from %s not checked now: %s", sender, exc.code)
+            await self._keep_unproven(head, sender)
+
+    async def _keep_unproven(self, head: kt.TreeHead, sender: str) -> None:
+        async with self._lock:
+            if len(self.unproven) < MAX_UNPROVEN and all(u.head != head for u in self.unproven):
+                self.unproven.append(Unproven(head, sender, 1))
+                self.save()
+
+    async def _retry_unproven(self) -> None:
+        """Ask again for the proof of each kept gossiped head: proven, it is settled (and a newer
+        one held); refuted, alerted; still unanswered, one try more: the :data:`MAX_TRIES`-th is
+        alerted as a split view (the relay answers everything else, not this)."""
+        for u in list(self.unproven):
+            try:
+                await self.accept(u.head, seen_by=u.by)
+            except TransparencyFailed:
+                pass  # alerted by accept
+            except E2EEError as exc:
+                u.tries += 1
+                log.info("kt: the relay left %s's head of %d unproven again (%s)", u.by, u.head.size, exc.code)
+                if u.tries < MAX_TRIES:
+                    continue
+                held = self.head.size if self.head else 0
+                await self._alert(
+                    SplitView(
+                        f"the relay has not proven, asked {u.tries} times, that the key directory {u.by} "
+                        f"showed you ({u.head.size} keys) and the one it shows you ({held} keys) are one log: "
+                        f"it answers everything else, not that; treat it as showing you and {u.by} "
+                        "different key directories",
+                        field=u.by,
+                    ),
+                    u.by,
+                )
+            self.unproven.remove(u)
+        self.save()
 
     # -- key answers --------------------------------------------------------------------------------
     async def check_key_answer(self, ident: PublicIdentity, doc: dict[str, Any]) -> None:
@@ -268,7 +343,7 @@ class Transparency:
             InclusionProofInvalid, TreeHeadInvalid, ConsistencyProofInvalid (each alerted).
         """
         try:
-            inc = _checked(ident.username, ident, doc.get("kt"))
+            inc = checked(ident.username, ident, doc.get("kt"))
         except TransparencyFailed as exc:
             raise await self._alert(exc) from None
         await self.accept(inc.head)
@@ -285,7 +360,7 @@ class Transparency:
         heads: dict[tuple[int, bytes], kt.TreeHead] = {}
         try:
             for row in keys if isinstance(keys, list) else []:
-                inc = _checked(username, PublicIdentity.from_json(row), row.get("kt"))
+                inc = checked(username, PublicIdentity.from_json(row), row.get("kt"))
                 heads.setdefault((inc.head.size, inc.head.root), inc.head)
         except TransparencyFailed as exc:
             raise await self._alert(exc) from None
@@ -304,12 +379,19 @@ class Transparency:
             ConsistencyProofInvalid: the leaves do not add up to the signed head (alerted).
             ClientError: relay errors.
         """
-        head = await self.refresh()
+        await self.refresh()
+        head = self.head  # the newest held: a relay that shows an older one (a freeze) hides nothing
+        assert head is not None
         me = self.c.username
         edge, mine, planted, read = merkle.CompactRange(self.edge.size, self.edge.hashes), set(self.mine), [], 0
         try:
             while edge.size < head.size:
-                answer = await self._get(f"/v1/kt/entries?start={edge.size}&end={head.size}")
+                try:
+                    answer = await self._get(f"/v1/kt/entries?start={edge.size}&end={head.size}")
+                except ClientError as exc:
+                    if exc.code in NOT_ANSWERED:
+                        raise
+                    raise refused("the keys it logged", exc, "entries") from None
                 entries = answer.get("entries") if isinstance(answer, dict) else None
                 if not isinstance(entries, list) or not entries:
                     raise ConsistencyProofInvalid(
@@ -345,28 +427,3 @@ class Transparency:
         self.edge, self.mine = edge, mine
         self.save()
         return read
-
-
-def _checked(username: str, ident: PublicIdentity, raw: object) -> kt.Inclusion:
-    """The parsed ``kt`` member of a key answer for ``username`` whose leaf is ``ident``'s keys
-    and whose audit path leads to its head's root (the head itself is not checked here).
-
-    Raises:
-        InclusionProofInvalid: no proof, a leaf naming another user or other keys, a bad path.
-        TreeHeadInvalid: a malformed head.
-    """
-    if raw is None:
-        raise InclusionProofInvalid(
-            f"the relay answered {username}'s keys without a proof that they are in its key transparency log: "
-            "refused, nothing pinned",
-            field="kt",
-        )
-    inc = kt.Inclusion.from_json(raw)
-    if ident.username != username or inc.leaf.username != username or inc.leaf.kids != (ident.wrap_kid, ident.sign_kid):
-        raise InclusionProofInvalid(
-            f"the relay's log leaf for {username}'s keys names other keys "
-            f"({inc.leaf.username}, {inc.leaf.wrap_kid[:8]}…): refused, nothing pinned",
-            field="leaf",
-        )
-    inc.verify()
-    return inc

@@ -6,10 +6,14 @@ from __future__ import annotations
 import json
 import sqlite3
 
+import pytest
+
 from client_tui import auditcmd
+from client_tui.core.errors import ClientError
 from shared import kt
 from shared.b64 import b64u_encode
 from tests.helpers.cli import run
+from tests.helpers.lying import lie
 
 
 def test_audit_on_an_honest_relay_prints_the_heads_and_exits_0(profiles, monkeypatch, capsys):
@@ -41,3 +45,40 @@ def test_audit_after_the_relay_rewrote_history_exits_5_with_the_alert(relay, pro
     assert code == auditcmd.EXIT_LOG_INCONSISTENT == 5
     assert "ALERT consistency_proof_invalid: the relay is showing you now and what it showed you before" in out
     assert "does not verify (consistency_proof_invalid)" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("path", ["/v1/kt/head", "/v1/kt/entries"])
+def test_audit_when_the_relay_refuses_its_log_to_one_user_exits_5(profiles, monkeypatch, capsys, path):
+    """A relay that answers the log's routes with errors to alice alone: her audit says so and
+    fails, instead of a plain error (the monitor cannot look for keys planted under her name)."""
+    real = auditcmd.client_for
+
+    def refusing(args):
+        client = real(args)
+
+        def rewrite(method, p, body, answer):
+            if p.split("?")[0] == path:
+                raise ClientError("no", code="internal", status=500)
+            return answer
+
+        lie(client, rewrite)
+        return client
+
+    monkeypatch.setattr(auditcmd, "client_for", refusing)
+    code, out, err = run(monkeypatch, capsys, "alice", "audit")
+    assert code == auditcmd.EXIT_LOG_INCONSISTENT, err
+    assert "ALERT consistency_proof_invalid: the relay refused to show your client" in out
+    assert "(internal)" in out and "Traceback" not in err
+
+
+def test_audit_lists_the_heads_others_showed_that_the_relay_has_not_proven(profiles, monkeypatch, capsys):
+    assert run(monkeypatch, capsys, "alice", "audit")[0] == 0  # alice holds the head of 2 keys
+    (state_path,) = profiles.rglob("alice/kt-head.json")
+    state = json.loads(state_path.read_text())
+    state["unproven"] = [{"head": state["head"], "by": "bob", "tries": 2}]  # kept from bob's message
+    state_path.write_text(json.dumps(state))
+    code, out, err = run(monkeypatch, capsys, "alice", "audit")
+    assert code == 0, err
+    assert "unproven: a head of 2 keys bob showed you, asked 2 time(s)" in out
+    assert "still unproven" not in out  # the relay proved it now: settled
+    assert json.loads(state_path.read_text())["unproven"] == []
