@@ -1,7 +1,8 @@
 """``e2ee-chat audit``: the key transparency heads this client holds for the relay, checked against
 the relay's log now (docs/PROTOCOL.md §14).
 
-Prints what is held (tree size, root, when the relay signed it, the pinned log key), the heads
+Prints what is held (tree size, root, when the relay signed it, the pinned log key), the pairs of
+signed heads that no proof joined (the relay's evidence of a fork, kept since it was found), the heads
 other users showed this client that the relay has not proven consistent yet (asked again now), the
 relay's current head and whether it extends the held one (a consistency proof), and the monitor's verdict
 on the user's own keys (every leaf under the name is a key this keystore published; the current
@@ -46,6 +47,8 @@ async def audit(args) -> int:
             print(f"log key: {key_id(kt.log_key)}")
             print(_head_line("held", held))
             print(f"monitored: the first {kt.edge.size} keys of the log")
+        for e in kt.evidence:  # what the relay signed that no proof joins: its own evidence of a fork
+            print(f"evidence (shown by {one_line(e.by)}): {_head_line('held', e.held)}; {_head_line('shown', e.shown)}")
         for u in kt.unproven:  # gossiped heads the relay has not proven consistent yet: asked again now
             print(f"unproven: a head of {u.head.size} keys {one_line(u.by)} showed you, asked {u.tries} time(s)")
         await client.rest.login(args.password)  # a token, nothing else: the monitor runs below

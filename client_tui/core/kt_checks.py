@@ -1,7 +1,7 @@
 """The checks of key transparency answers that need no state (docs/PROTOCOL.md §14), used by
 :mod:`client_tui.core.transparency`: a key answer's ``kt`` proof against the keys answered, the
-alert for a relay that answers the log's routes with errors, and a gossiped head kept until the
-relay proves it (:class:`Unproven`)."""
+alert for a relay that answers the log's routes with errors, a gossiped head kept until the
+relay proves it (:class:`Unproven`), and two signed heads no proof joins (:class:`Evidence`)."""
 
 from __future__ import annotations
 
@@ -34,6 +34,28 @@ class Unproven:
         if not isinstance(doc, dict) or not isinstance(doc.get("by"), str) or not isinstance(doc.get("tries"), int):
             raise TypeError("an unproven head is {head, by, tries}")
         return cls(kt.TreeHead.from_json(doc.get("head")), doc["by"], doc["tries"])
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Two heads the relay signed that no consistency proof joins: the one ``held`` and the one
+    ``shown`` (by ``by``: another user, or "the relay" itself). Anyone holding the log key can
+    check both signatures: the relay's own evidence of a fork or a rewritten history."""
+
+    held: kt.TreeHead
+    shown: kt.TreeHead
+    by: str
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"held", "shown", "by"}`` as kept in ``kt-head.json``."""
+        return {"held": self.held.to_json(), "shown": self.shown.to_json(), "by": self.by}
+
+    @classmethod
+    def from_json(cls, doc: object) -> Evidence:
+        """Parse a kept pair. Raises TypeError or TreeHeadInvalid: malformed."""
+        if not isinstance(doc, dict) or not isinstance(doc.get("by"), str):
+            raise TypeError("evidence is {held, shown, by}")
+        return cls(kt.TreeHead.from_json(doc.get("held")), kt.TreeHead.from_json(doc.get("shown")), doc["by"])
 
 
 def refused(what: str, exc: ClientError, field: str) -> ConsistencyProofInvalid:

@@ -7,7 +7,8 @@ Kept in ``kt-head.json`` in the profile folder (public data, written atomically 
 
     {"format": "e2ee-chat-kt", "v": 1, "log_key": b64url SPKI (Ed25519), "head": <signed head>,
      "monitor": {"size": n, "edge": [b64url subtree roots], "mine": [[wrap_kid, sign_kid], ...]},
-     "unproven": [{"head": <signed head>, "by": username, "tries": n}, ...]}
+     "unproven": [{"head": <signed head>, "by": username, "tries": n}, ...],
+     "evidence": [{"held": <signed head>, "shown": <signed head>, "by": username | "the relay"}, ...]}
 
 - The relay's log key is pinned on first use; a head signed by another key is refused.
 - A head newer than the one held is accepted only with a consistency proof from the held one
@@ -18,6 +19,8 @@ Kept in ``kt-head.json`` in the profile folder (public data, written atomically 
   for is kept (``unproven``) and asked for again at every refresh; left unanswered
   :data:`MAX_TRIES` times, it is a split view naming that user. A head not signed by the pinned
   log key names the user whose message carried it; each user raises each kind of alert once.
+- Every failed consistency check keeps its two signed heads (``evidence``, the newest 8): the
+  relay's own signatures on two views of its log that no proof joins.
 - The monitor reads every leaf appended since its last visit up to the newest head held (not
   only the one the relay shows now: an older one would hide what was appended since), checks that
   they add up to that signed head (a compact range of the tree's right edge is kept, so a visit costs the new leaves
@@ -52,7 +55,7 @@ from shared.keys import PublicIdentity, key_id, spki_der
 
 from .errors import NOT_ANSWERED, ClientError, LocalFileDamaged
 from .events import TransparencyAlert
-from .kt_checks import Unproven, checked, refused
+from .kt_checks import Evidence, Unproven, checked, refused
 from .private import load_local_json, set_aside, write_private
 
 if TYPE_CHECKING:
@@ -65,6 +68,7 @@ FORMAT = "e2ee-chat-kt"
 KTH_ROOM = 256  # bytes a document's kth takes at most (~212: a 16-digit size and timestamp)
 MAX_TRIES = 3  # times the relay may leave a gossiped head unproven before it is a split view
 MAX_UNPROVEN = 16  # gossiped heads kept for a later proof; more are checked when these are settled
+MAX_EVIDENCE = 8  # pairs of signed heads that no proof joins, kept (the newest)
 
 
 class Transparency:
@@ -77,6 +81,7 @@ class Transparency:
         self.edge = merkle.CompactRange()
         self.mine: set[tuple[str, str]] = set()
         self.unproven: list[Unproven] = []  # gossiped heads the relay has not answered for yet
+        self.evidence: list[Evidence] = []  # pairs of signed heads no proof joins, newest last
         self.alerts: list[TransparencyFailed] = []
         self._told: set[tuple[str, str]] = set()  # (sender, code) of the gossip alerts raised
         self._lock = asyncio.Lock()
@@ -107,6 +112,7 @@ class Transparency:
             edge = merkle.CompactRange(mon.get("size", 0), [b64u_decode(h, "edge") for h in mon.get("edge", [])])
             mine = {(str(w), str(s)) for w, s in mon.get("mine", [])}
             unproven = [Unproven.from_json(u) for u in doc.get("unproven", [])][:MAX_UNPROVEN]
+            evidence = [Evidence.from_json(e) for e in doc.get("evidence", [])][-MAX_EVIDENCE:]
         except (OSError, ValueError, KeyError, TypeError, E2EEError) as exc:
             aside = set_aside(self.path, "damaged")
             text = (
@@ -116,7 +122,8 @@ class Transparency:
             log.warning("kt state damaged (%s): set aside", type(exc).__name__)
             self.c.local_warnings.append(text)
             return
-        self.log_key, self.head, self.edge, self.mine, self.unproven = key, head, edge, mine, unproven
+        self.log_key, self.head, self.edge, self.mine = key, head, edge, mine
+        self.unproven, self.evidence = unproven, evidence
 
     def save(self) -> None:
         """Write the held state (atomic, 0600)."""
@@ -133,6 +140,7 @@ class Transparency:
                 "mine": sorted([list(k) for k in self.mine]),
             },
             "unproven": [u.to_json() for u in self.unproven],
+            "evidence": [e.to_json() for e in self.evidence],
         }
         self.c.profile.mkdir(parents=True, exist_ok=True)
         write_private(self.path, json.dumps(doc, sort_keys=True).encode())
@@ -241,6 +249,7 @@ class Transparency:
                     proof = kt.decode_proof(raw, ConsistencyProofInvalid)
                     merkle.verify_consistency(lo.size, hi.size, lo.root, hi.root, proof)
             except ConsistencyProofInvalid:
+                self._keep_evidence(held, head, seen_by)
                 who = f"you and {seen_by}" if seen_by else "you now and what it showed you before"
                 raise (SplitView if seen_by else ConsistencyProofInvalid)(
                     f"the relay is showing {who} different key directories: its signed heads of "
@@ -249,6 +258,13 @@ class Transparency:
                 ) from None
         if held is None or head.size > held.size:
             self.head = head
+            self.save()
+
+    def _keep_evidence(self, held: kt.TreeHead, shown: kt.TreeHead, seen_by: str | None) -> None:
+        """Keep the two signed heads no proof joins (the relay's own signatures: its evidence)."""
+        pair = Evidence(held, shown, seen_by or "the relay")
+        if pair not in self.evidence:
+            self.evidence = [*self.evidence, pair][-MAX_EVIDENCE:]
             self.save()
 
     async def _consistency(self, old: int, new: int) -> Any:

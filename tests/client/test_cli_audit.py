@@ -45,6 +45,9 @@ def test_audit_after_the_relay_rewrote_history_exits_5_with_the_alert(relay, pro
     assert code == auditcmd.EXIT_LOG_INCONSISTENT == 5
     assert "ALERT consistency_proof_invalid: the relay is showing you now and what it showed you before" in out
     assert "does not verify (consistency_proof_invalid)" in err and "Traceback" not in err
+    code, out, err = run(monkeypatch, capsys, "bob", "audit")  # the two signed heads were kept
+    assert code == 5 and "evidence (shown by the relay): held: 2 keys, root " in out
+    assert "; shown: 2 keys, root " in out
 
 
 @pytest.mark.parametrize("path", ["/v1/kt/head", "/v1/kt/entries"])

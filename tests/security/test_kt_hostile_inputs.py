@@ -213,3 +213,50 @@ async def test_a_leaf_planted_before_its_user_registered_is_alerted_at_registrat
     dave = await world.client(relay, "dave", identity=Identity.generate("dave", TEST_BITS), connect=False)
     (alert,) = dave.transparency.alerts
     assert alert.code == "log_key_mismatch" and mallory.wrap_kid[:8] in alert.message
+
+
+async def test_head_timestamps_far_in_the_future_or_past_change_nothing_and_print(world):
+    """Heads signed by the real log key with timestamps 0 and 2^53-1 ms (year 287396): a timestamp
+    carries no promise (an honest relay reuses one signature while its log does not grow), so
+    neither alerts nor replaces the held head of the same size; a larger head signed 'in 1970' is
+    held like any other, and ``e2ee-chat audit`` prints such a head without failing."""
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+    from client_tui import auditcmd
+
+    relay = world.relay()
+    await world.client(relay, "bob", connect=False)
+    alice = await world.client(relay, "alice", connect=False)
+    log_key = load_pem_private_key((relay.data_dir / "kt-ed25519.pem").read_bytes(), None)
+    held = alice.transparency.head
+    for ts in (0, kt.MAX_TREE_SIZE):
+        await alice.transparency.accept(kt.sign_head(log_key, held.size, held.root, ts))
+    assert alice.transparency.head == held and codes(alice) == []
+    await world.client(relay, "carol", connect=False)
+    real = (await alice.rest.request("GET", "/v1/kt/head"))["head"]
+    future = kt.sign_head(log_key, real["tree_size"], kt.TreeHead.from_json(real).root, kt.MAX_TREE_SIZE)
+    await alice.transparency.accept(future)
+    assert alice.transparency.head == future and codes(alice) == []
+    assert auditcmd._head_line("held", future).endswith("signed 287396-10-12 08:59:00 UTC")
+
+
+async def test_the_two_signed_heads_of_a_split_view_are_kept_as_evidence(world):
+    """The alert is not all that is left: the two heads the relay signed that no proof joins (the
+    fork alice holds, the real one bob showed) are kept in kt-head.json, across a restart, once."""
+    relay = world.hostile("split-view:mallory")
+    await world.client(relay, "mallory", connect=False)
+    bob = await world.client(relay, "bob", connect=False)
+    alice = await world.client(relay, "alice", connect=False)
+    await alice.fetch_keys("bob")  # forked: 4 keys
+    forked = alice.transparency.head
+    await world.client(relay, "carol", connect=False)  # the real log: 4 keys, another root
+    real = await bob.transparency.refresh()
+    for _ in range(2):  # two messages carrying the same head
+        await alice.transparency.gossip_in("bob", bob.transparency.gossip_out())
+    assert codes(alice) == ["split_view"]
+    again = type(alice.transparency)(alice)  # read back from kt-head.json
+    (evidence,) = again.evidence
+    assert (evidence.held, evidence.shown, evidence.by) == (forked, real, "bob")
+    assert evidence.held.size == evidence.shown.size and evidence.held.root != evidence.shown.root
+    evidence.held.verify(again.log_key)  # both signed by the log key alice pinned
+    evidence.shown.verify(again.log_key)
