@@ -15,11 +15,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import contextlib
 import json
 import signal
 import sqlite3
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -159,7 +161,7 @@ async def edit_last(clients: dict, conv: str, received: dict[str, list], console
     console.print(f"   bob and carol now show it as edited: [italic]{EDIT}[/]")
 
 
-def run_level(level: int, root: Path, console: Console) -> tuple[dict[str, list], list, Path]:
+def run_level(level: int, root: Path, console: Console, runner: asyncio.Runner) -> tuple[dict[str, list], list, Path]:
     """Run the chat at ``level`` with its own relay; return (received, hits, relay folder)."""
     from bench.tools.relayproc import RelayProcess
 
@@ -170,7 +172,7 @@ def run_level(level: int, root: Path, console: Console) -> tuple[dict[str, list]
     try:  # from before the relay exists: Ctrl+C at any point stops it
         relay.start()
         console.print(f"relay (level {level}) at {relay.url} (pid {relay.proc.pid}), database {relay_dir / 'relay.db'}")
-        received = asyncio.run(run_chat(relay.url, root / f"clients-l{level}", console, level))
+        received = runner.run(run_chat(relay.url, root / f"clients-l{level}", console, level))
         hits = search([relay_dir / n for n in ("relay.db", "relay.db-wal", "relay.log", "relay.stdout")], texts)
     finally:
         relay.stop()
@@ -213,7 +215,11 @@ def main(argv: list[str] | None = None) -> int:
     are stopped either way)."""
     previous = signal.signal(signal.SIGTERM, _terminated)
     try:
-        return _main(argv)
+        with _signals_held():  # a signal inside the loop's construction left a half-built loop
+            runner = asyncio.Runner()  # whose __del__ printed a traceback after "interrupted"
+            runner.get_loop()
+        with runner:  # one loop for the whole demo, closed on every path (SIGTERM included)
+            return _main(argv, runner)
     except KeyboardInterrupt:
         print("\ne2ee-demo: interrupted", file=sys.stderr)
         return 130
@@ -221,11 +227,24 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGTERM, previous)
 
 
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """SIGINT and SIGTERM are held back (delivered on exit) where POSIX allows it."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
 def _terminated(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)  # unwinds through the finally blocks that stop the relays
 
 
-def _main(argv: list[str] | None) -> int:
+def _main(argv: list[str] | None, runner: asyncio.Runner) -> int:
     parser = argparse.ArgumentParser(prog="e2ee-demo", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("--data-dir", type=Path, help="folder for the relay and client files (default: a new temp dir)")
@@ -265,7 +284,7 @@ def _main(argv: list[str] | None) -> int:
     for level in levels:
         title = "end-to-end encrypted group chat" if level == 4 else "the relay can read this one"
         console.rule(f"[bold]e2ee-chat demo, level {level}: {title}")
-        received, hits, relay_dir = run_level(level, root, console)
+        received, hits, relay_dir = run_level(level, root, console, runner)
         console.print("\n[bold]4.[/] what each client " + ("decrypted" if level == 4 else "received"))
         print_screens(received, console)
         print_stored(relay_dir, console)

@@ -18,7 +18,7 @@ from tests.helpers.config import FAST_KDF, PASSWORD, TEST_BITS
 from tests.helpers.relays import start_relay
 from tests.helpers.ws import open_ws, recv_type
 
-TTL_S = 3
+TTL_S = 6  # 3 s tokens expired while a client connected on a machine at load 17 (2 cores)
 
 
 class Tap(asyncio.Queue):
@@ -53,9 +53,9 @@ async def test_a_websocket_outlives_two_token_lifetimes_and_skewed_clocks_cost_n
         for c in clients:
             c.events = Tap(c.events, seen[c.username])
             c.start()
-        await wait_until(lambda: alice.online and bob.online)
+        await wait_until(lambda: alice.online and bob.online, timeout=60)
         started = time.monotonic()
-        await wait_until(lambda: time.monotonic() - started > 2 * TTL_S + 1, timeout=30)  # two lifetimes and more
+        await wait_until(lambda: time.monotonic() - started > 2 * TTL_S + 1, timeout=60)  # two lifetimes and more
         lived = time.monotonic() - started
         sent = await alice.send_text(conv, "still the same socket")
         assert (await next_message(bob)).seq == sent.seq
