@@ -23,11 +23,20 @@ The secret JSON holds:
   :mod:`client_tui.core.history`); added on first use to older files;
 * ``trust_key`` (32 random bytes, base64url): the key of the sealed trust store (see
   :mod:`client_tui.core.trust`); added on first open to older files;
-* ``retired``: earlier key pairs (same two members each) kept after a key rotation, so that
-  messages sealed to an old key before the rotation was seen can still be opened;
-* ``pending``: new key pairs saved *before* they are published by a rotation (phase 1 of
-  :mod:`client_tui.core.rotate`), or null. Until the rotation is committed locally they open messages
-  sealed to them, so a failure between publishing and committing loses nothing.
+* ``created_ms``: when the current pair was made (ms since the Unix epoch);
+* ``retired``: earlier key pairs (same members, plus ``retired_ms``: when they stopped being
+  current) kept after a key rotation, so that messages sealed to an old key before the rotation was
+  seen can still be opened;
+* ``pending``: new key pairs (with ``created_ms``) saved *before* they are published by a rotation
+  (phase 1 of :mod:`client_tui.core.rotate`), or null. Until the rotation is committed locally they
+  open messages sealed to them, so a failure between publishing and committing loses nothing;
+* ``erased``: the PUBLIC halves of retired pairs whose private keys were deleted for forward
+  secrecy (:mod:`client_tui.core.epochs`): ``{"wrap_key", "sign_key"`` (base64url SPKI DER),
+  ``"retired_ms", "erased_ms"}``. Never a private key: :func:`save_bundle` refuses a bundle that
+  still holds the private half of an erased pair, and :func:`load_bundle` drops one it finds.
+
+A file written before the key schedule lacks the times: :meth:`KeyBundle.complete` gives each pair
+``now`` (its grace starts at that open) and the file is saved again (:attr:`KeyBundle.upgrade`).
 
 Export and import move the encrypted file as it is: it stays encrypted under the passphrase.
 """
@@ -36,70 +45,47 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.argon2 import Argon2id
 
 from shared.b64 import b64u_decode, b64u_encode
-from shared.errors import E2EEError, ErrorCode, InvalidRequest
+from shared.errors import E2EEError, InvalidRequest
 from shared.keys import Identity
 from shared.names import normalise_secret, secret_candidates
 
+from .keybundle import (  # the bundle and its secret JSON; re-exported: keystore.KeyBundle is the usual name
+    LOCAL_KEY_BYTES,
+    ErasedKey,
+    KeyBundle,
+    KeystoreError,
+    WrongPassphrase,
+    from_secret,
+    now_ms,
+    to_secret,
+)
 from .private import create_private, write_private
+
+__all__ = [
+    "ErasedKey",
+    "KeyBundle",
+    "KeystoreError",
+    "WrongPassphrase",
+    "export_to",
+    "import_from",
+    "load",
+    "load_bundle",
+    "now_ms",
+    "peek",
+    "save",
+    "save_bundle",
+]
 
 FORMAT = "e2ee-chat-keystore"
 DEFAULT_KDF = {"iterations": 3, "memory_kib": 65536, "lanes": 4}
-LOCAL_KEY_BYTES = 32
 PASSPHRASE_FORM = "rfc8265-opaque"  # noqa: S105 - the name of a normalisation, not a secret
-
-
-class KeystoreError(E2EEError):
-    """The keystore file is missing, damaged, or not for this account."""
-
-    code = ErrorCode.KEYSTORE_ERROR
-
-
-class WrongPassphrase(KeystoreError):
-    """The passphrase does not open this keystore (or the file was altered)."""
-
-    code = ErrorCode.WRONG_PASSPHRASE
-
-
-@dataclass(frozen=True)
-class KeyBundle:
-    """Everything a keystore holds once opened.
-
-    Attributes:
-        identity: the current key pairs.
-        local_key: 32-byte AES-256-GCM key of the local history cache (empty in a file too old).
-        retired: earlier key pairs, newest first (kept to open messages sealed before a rotation).
-        trust_key: 32-byte AES-256-GCM key of the sealed trust store (empty in a file too old).
-        pending: new key pairs of a rotation not yet committed (saved before publishing), or None.
-        upgrade: the file should be saved again (a legacy passphrase form, or a key missing).
-    """
-
-    identity: Identity
-    local_key: bytes = field(repr=False)
-    retired: tuple[Identity, ...] = ()
-    trust_key: bytes = field(default=b"", repr=False)
-    pending: Identity | None = None
-    upgrade: bool = False
-
-    def complete(self) -> KeyBundle:
-        """This bundle with a fresh ``local_key``/``trust_key`` where one is missing."""
-        return KeyBundle(
-            self.identity,
-            self.local_key or os.urandom(LOCAL_KEY_BYTES),
-            self.retired,
-            self.trust_key or os.urandom(LOCAL_KEY_BYTES),
-            self.pending,
-            self.upgrade or not (self.local_key and self.trust_key),
-        )
 
 
 def _prepared(passphrase: str) -> str:
@@ -117,29 +103,6 @@ def _derive(passphrase: str, kdf: dict, salt: bytes) -> bytes:
 
 def _aad(header: dict) -> bytes:
     return json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
-
-
-def _pair(identity: Identity) -> dict[str, str]:
-    return {
-        "wrap_private": b64u_encode(
-            identity.wrap_private.private_bytes(
-                serialization.Encoding.DER, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-            )
-        ),
-        "sign_private": b64u_encode(
-            identity.sign_private.private_bytes(
-                serialization.Encoding.Raw, serialization.PrivateFormat.Raw, serialization.NoEncryption()
-            )
-        ),
-    }
-
-
-def _unpair(username: str, doc: dict) -> Identity:
-    wrap = serialization.load_der_private_key(b64u_decode(doc["wrap_private"], "wrap_private"), password=None)
-    sign = ed25519.Ed25519PrivateKey.from_private_bytes(b64u_decode(doc["sign_private"], "sign_private"))
-    if not isinstance(wrap, rsa.RSAPrivateKey):
-        raise KeystoreError("keystore wrap key is not RSA")
-    return Identity(username, wrap, sign)
 
 
 def save(
@@ -171,19 +134,21 @@ def save(
         tuple(retired),
         trust_key or os.urandom(LOCAL_KEY_BYTES),
         pending,
-    )
+    ).complete()
     save_bundle(path, bundle, passphrase, kdf)
     return bundle.local_key
 
 
 def save_bundle(path: Path, bundle: KeyBundle, passphrase: str, kdf: dict | None = None) -> None:
-    """Write every part of ``bundle`` (current, pending and retired keys, history and trust-store
-    keys) to ``path``, encrypted under ``passphrase`` (prepared with RFC 8265 OpaqueString).
+    """Write every part of ``bundle`` (current, pending and retired keys with their times, the
+    public halves of erased keys, history and trust-store keys) to ``path``, encrypted under
+    ``passphrase`` (prepared with RFC 8265 OpaqueString).
 
     CPU-bound (Argon2id): call it from a thread in an event loop.
 
     Raises:
-        KeystoreError: empty passphrase, one with a disallowed character, or a key missing.
+        KeystoreError: empty passphrase, one with a disallowed character, a key missing, or the
+            private half of an erased pair still in ``bundle`` (nothing is written then).
         OSError: the file could not be written (the old file is left as it was).
     """
     if not passphrase:
@@ -191,6 +156,7 @@ def save_bundle(path: Path, bundle: KeyBundle, passphrase: str, kdf: dict | None
     prepared = _prepared(passphrase)
     if len(bundle.local_key) != LOCAL_KEY_BYTES or len(bundle.trust_key) != LOCAL_KEY_BYTES:
         raise KeystoreError("history and trust-store keys must be 32 bytes", field="local_key")
+    secret = json.dumps(to_secret(bundle)).encode()  # KeystoreError: an erased key's private half
     identity = bundle.identity
     params = {"name": "argon2id", "salt": b64u_encode(os.urandom(16)), **(kdf or DEFAULT_KDF)}
     nonce = os.urandom(12)
@@ -204,15 +170,6 @@ def save_bundle(path: Path, bundle: KeyBundle, passphrase: str, kdf: dict | None
         "passphrase_form": PASSPHRASE_FORM,
         "nonce": b64u_encode(nonce),
     }
-    secret = json.dumps(
-        {
-            **_pair(identity),
-            "local_key": b64u_encode(bundle.local_key),
-            "trust_key": b64u_encode(bundle.trust_key),
-            "retired": [_pair(r) for r in bundle.retired],
-            "pending": _pair(bundle.pending) if bundle.pending is not None else None,
-        }
-    ).encode()
     key = _derive(prepared, params, b64u_decode(params["salt"]))
     doc = {**header, "ciphertext": b64u_encode(AESGCM(key).encrypt(nonce, secret, _aad(header)))}
     write_private(Path(path), json.dumps(doc, indent=1).encode())
@@ -267,19 +224,14 @@ def load_bundle(path: Path, passphrase: str) -> KeyBundle:
     """
     header, secret, legacy = _open(path, passphrase)
     try:
-        name = header["username"]
-        identity = _unpair(name, secret)
-        retired = tuple(_unpair(name, r) for r in secret.get("retired", []))
-        local_key = b64u_decode(secret["local_key"], "local_key") if "local_key" in secret else b""
-        trust_key = b64u_decode(secret["trust_key"], "trust_key") if "trust_key" in secret else b""
-        pending = _unpair(name, secret["pending"]) if secret.get("pending") else None
-    except (KeyError, TypeError, ValueError, E2EEError) as exc:
-        if isinstance(exc, KeystoreError):
-            raise
-        raise KeystoreError(f"keystore {path} is damaged") from None
-    if identity.wrap_kid != header["wrap_kid"] or identity.sign_kid != header["sign_kid"]:
+        bundle = from_secret(header["username"], secret, legacy=legacy)
+    except (KeyError, TypeError) as exc:
+        raise KeystoreError(f"keystore {path} is damaged") from exc
+    except KeystoreError as exc:
+        raise KeystoreError(f"keystore {path}: {exc.message}", field=exc.field) from None
+    if bundle.identity.wrap_kid != header["wrap_kid"] or bundle.identity.sign_kid != header["sign_kid"]:
         raise KeystoreError("keystore keys do not match its key ids")
-    return KeyBundle(identity, local_key, retired, trust_key, pending, upgrade=legacy or not (local_key and trust_key))
+    return bundle
 
 
 def load(path: Path, passphrase: str) -> Identity:
