@@ -65,7 +65,7 @@ class ChatApp(App):
         conversation: the conversation id to open first (or the result of ``startup``).
         startup: optional ``async (client) -> conversation id`` run first in the session worker
             (log in or register, pick or create the conversation).
-        server, username, profile_root, kdf, cafile: defaults for the login screen.
+        server, username, profile_root, kdf, cafile, key_lifetime_days: defaults for the login screen.
     """
 
     CSS_PATH = Path(__file__).with_name("chat.tcss")
@@ -91,6 +91,7 @@ class ChatApp(App):
         profile_root: Path | None = None,
         kdf: dict | None = None,
         cafile: str | None = None,
+        key_lifetime_days: float = 7.0,
     ) -> None:
         super().__init__()
         self.client = client
@@ -103,6 +104,7 @@ class ChatApp(App):
             "profile_root": profile_root,
             "kdf": kdf,
             "cafile": cafile,
+            "key_lifetime_days": key_lifetime_days,
         }
         self.chat: ChatScreen | None = None
         self.prefs = Prefs()
@@ -115,7 +117,12 @@ class ChatApp(App):
             d = self._login_defaults
             self.push_screen(
                 LoginScreen(
-                    d["server"], d["username"], profile_root=d["profile_root"], kdf=d["kdf"], cafile=d["cafile"]
+                    d["server"],
+                    d["username"],
+                    profile_root=d["profile_root"],
+                    kdf=d["kdf"],
+                    cafile=d["cafile"],
+                    key_lifetime_days=d["key_lifetime_days"],
                 ),
                 self._logged_in,
             )
@@ -145,6 +152,7 @@ class ChatApp(App):
                         kdf=self.client.kdf,
                         error=describe(exc),
                         cafile=self.client.cafile,
+                        key_lifetime_days=self.client.epochs.lifetime_days,
                     ),
                     self._logged_in,
                 )

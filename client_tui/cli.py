@@ -49,7 +49,7 @@ from shared.keys import fingerprint, safety_number
 from shared.names import canonical_username
 
 from . import auditcmd, commands, credentials, filecommands, msgcommands
-from .cliargs import EXIT_INTERRUPTED, MID_COMMANDS, build_parser, mid_argv
+from .cliargs import DEFAULT_KEY_LIFETIME_DAYS, EXIT_INTERRUPTED, MID_COMMANDS, build_parser, key_lifetime, mid_argv
 from .commands import EXIT_BLOCKED, EXIT_FAILED, err
 from .commands import fail as _fail
 from .core import ChatClient, ClientError, default_profile_root, keystore, profiles, transport
@@ -153,6 +153,12 @@ def _prepare(parser: argparse.ArgumentParser, argv: list[str] | None):
         Path(os.environ["E2EE_PROFILE"]) if os.environ.get("E2EE_PROFILE") else None
     )
     args.cafile = getattr(args, "cafile", None)
+    if getattr(args, "key_lifetime", None) is None:
+        env = os.environ.get("E2EE_KEY_LIFETIME_DAYS", "")
+        try:
+            args.key_lifetime = key_lifetime(env) if env else DEFAULT_KEY_LIFETIME_DAYS
+        except argparse.ArgumentTypeError as exc:
+            usage.error(f"E2EE_KEY_LIFETIME_DAYS: {exc}")
     try:
         args.server = profiles.normalize_url(args.server)
     except InvalidRequest as exc:
@@ -312,12 +318,13 @@ def _interactive(args) -> int:
                     username=_default_user(args) or "",
                     profile_root=args.profile,
                     cafile=args.cafile,
+                    key_lifetime_days=args.key_lifetime,
                 )
             )
         _ask_secrets(args)
         return run_app(
             ChatApp(
-                ChatClient(args.server, args.user, args.profile, cafile=args.cafile),
+                commands.client_for(args),
                 startup=_startup(args, args.password, args.passphrase),
             )
         )
@@ -393,6 +400,9 @@ def _show_contact(client: ChatClient, user: str, online: bool = True) -> None:
         print(f"  NOTE: {harmless(c.note)}")
     print(f"  wrap key  {fingerprint(c.identity.wrap_kid)}")
     print(f"  sign key  {fingerprint(c.identity.sign_kid)}")
+    if user == client.username:  # the key schedule (client_tui.core.epochs), in words
+        for line in client.epochs.words():
+            print(f"  {line}")
     if c.pending is None:
         if user != client.username:
             print(f"  safety number with {client.username}: {safety_number(me.identity, c.identity)}")

@@ -32,6 +32,34 @@ def _common(p: argparse.ArgumentParser, *, sub: bool) -> None:
         help="folder for keystores and caches (E2EE_PROFILE; default: the user data folder)",
     )
     p.add_argument("--cafile", default=default, help="trust this relay certificate (PEM) too (E2EE_CAFILE)")
+    p.add_argument(
+        "--key-lifetime",
+        type=key_lifetime,
+        default=default,
+        metavar="DAYS",
+        help="replace your keys when they are older than DAYS days, and delete the replaced ones once their "
+        f"messages are delivered: forward secrecy (E2EE_KEY_LIFETIME_DAYS; default {DEFAULT_KEY_LIFETIME_DAYS:g}; "
+        "0: never on a schedule)",
+    )
+
+
+DEFAULT_KEY_LIFETIME_DAYS = 7.0
+MAX_KEY_LIFETIME_DAYS = 3650.0
+
+
+def key_lifetime(text: str) -> float:
+    """``--key-lifetime``/``E2EE_KEY_LIFETIME_DAYS``: days, 0 (never on a schedule) to 3650.
+
+    Raises:
+        argparse.ArgumentTypeError: not a number in that range.
+    """
+    try:
+        days = float(text)
+    except ValueError:
+        days = -1.0
+    if not 0 <= days <= MAX_KEY_LIFETIME_DAYS:  # also NaN
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of days from 0 to {MAX_KEY_LIFETIME_DAYS:g}")
+    return days
 
 
 EXIT_INTERRUPTED = 130  # Ctrl+C, as a shell reports SIGINT (client_tui.cli uses the same)

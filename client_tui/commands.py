@@ -70,7 +70,14 @@ def fail(exc: BaseException) -> int:
 
 
 def client_for(args) -> ChatClient:
-    return ChatClient(args.server, args.user, args.profile, cafile=args.cafile)
+    lifetime = getattr(args, "key_lifetime", None)  # days (cli._prepare fills it from E2EE_KEY_LIFETIME_DAYS)
+    return ChatClient(
+        args.server,
+        args.user,
+        args.profile,
+        cafile=args.cafile,
+        key_lifetime_days=7.0 if lifetime is None else lifetime,
+    )
 
 
 async def open_local(client: ChatClient, passphrase: str) -> None:
@@ -264,7 +271,7 @@ def line(client: ChatClient, r: Record, as_json: bool, quote: str | None = None)
         if words is not None
         else r.text
         if r.text is not None and r.state != "unreadable"
-        else f"[{unreadable_text(r.reason, r.sender)}: {r.reason}]"
+        else f"[{unreadable_text(r.reason, r.sender, r.detail)}: {r.reason}]"
     )
     if quote is not None and r.state != "unreadable":
         body = f"[↪ {quote}] {body}"

@@ -22,6 +22,7 @@ UNREADABLE_TEXT = {
     ErrorCode.NOT_A_RECIPIENT: "a message you cannot read (it was not encrypted for your key)",
     ErrorCode.CONTENT_INVALID: "could not read (its sender's app wrote a message this version does not understand)",
     ErrorCode.CONTENT_TOO_LARGE: "could not read (its content is larger than a message may be)",
+    ErrorCode.KEY_ERASED: "sealed to a key of yours deleted for forward secrecy: it can no longer be opened",
 }
 
 
@@ -60,14 +61,21 @@ REASON_WORDS = {
     ErrorCode.CONTENT_INVALID: "it verified and decrypted, but what its sender wrote inside is not a content document "
     "of this version (a newer or faulty app): nothing in it was applied",
     ErrorCode.CONTENT_TOO_LARGE: "it verified and decrypted, but its content is larger than a message may be",
+    ErrorCode.KEY_ERASED: "it was sealed only to a key of yours whose private half this client deleted for forward "
+    "secrecy, after the relay reported every message sealed to it delivered: nobody can open it any more. It is "
+    "not a forgery; if the relay still held it, it said otherwise when asked",
 }
 
 
-def unreadable_text(reason: str, sender: str | None = None) -> str:
+def unreadable_text(reason: str, sender: str | None = None, detail: str = "") -> str:
     """The message list's line for a message that did not open ("could not verify"); a message
-    held back by a key change names the sender: "bob's key changed: review it to read this"."""
+    held back by a key change names the sender: "bob's key changed: review it to read this"; one
+    sealed to an erased key of mine says which and when (``detail``, the client's own words:
+    "sealed to your key 3fa9…, deleted on 2026-12-02 for forward secrecy: ...")."""
     if reason == ErrorCode.KEY_CHANGE_UNREVIEWED:
         return f"{one_line(sender) if sender else 'the sender'}'s key changed: review it to read this"
+    if reason == ErrorCode.KEY_ERASED and detail:
+        return one_line(detail)
     return UNREADABLE_TEXT.get(reason, "could not verify")
 
 
@@ -142,7 +150,7 @@ def inspect_record(
     if record.state == "unreadable":
         parts.append(
             Text.assemble(
-                ("could not verify: ", "bold red"),
+                ("cannot be opened: " if record.reason == ErrorCode.KEY_ERASED else "could not verify: ", "bold red"),
                 plain(record.reason, "red"),
                 (" — " + reason_words(record.reason), "red"),
                 plain("  " + record.detail, "dim"),

@@ -36,10 +36,11 @@ class LoginScreen(Screen[ChatClient]):
         bits: int = 3072,
         error: str = "",
         cafile: str | None = None,
+        key_lifetime_days: float = 7.0,
     ) -> None:
         super().__init__()
         self.server, self.username, self.profile_root, self.kdf, self.bits = server, username, profile_root, kdf, bits
-        self.first_error, self.cafile = error, cafile
+        self.first_error, self.cafile, self.key_lifetime_days = error, cafile, key_lifetime_days
 
     @staticmethod
     def _row(label: str, field: Input, row_id: str) -> Horizontal:
@@ -142,7 +143,14 @@ class LoginScreen(Screen[ChatClient]):
         client = None
         try:
             # canonical name and a relay address, or refused
-            client = ChatClient(server, username, self.profile_root, kdf=self.kdf, cafile=self.cafile)
+            client = ChatClient(
+                server,
+                username,
+                self.profile_root,
+                kdf=self.kdf,
+                cafile=self.cafile,
+                key_lifetime_days=self.key_lifetime_days,
+            )
             if register:
                 self.query_one("#login-error", Label).update(f"generating an RSA-{bits} key in a thread…")
                 await client.register(password, passphrase, bits=bits)

@@ -162,7 +162,7 @@ def body_text(r: Record, *, me: str, quoted: Record | None, readers: list[str], 
         audience: how many members besides me could read it (0: unknown).
     """
     if r.state == "unreadable" or (r.text is None and r.content.t in ("text", "reply")):
-        return Text(unreadable_text(r.reason, r.sender), style="red")
+        return Text(unreadable_text(r.reason, r.sender, r.detail), style="red")
     line = line_words(r)
     if line is not None:
         return line

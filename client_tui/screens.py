@@ -232,6 +232,8 @@ class ContactScreen(ModalScreen[None]):
             keys.add_row(f"wrap key RSA-{c.identity.wrap_key.key_size}", _fp(c.identity.wrap_kid))
             keys.add_row("sign key Ed25519", _fp(c.identity.sign_kid))
             parts.append(keys)
+            if self.user == self.client.username:  # the key schedule (client_tui.core.epochs), in words
+                parts.append(Text("\n".join(self.client.epochs.words()), style="dim"))
             if c.note:
                 parts.append(plain(f"⚠ {c.note}", "bold yellow"))
             if me is not None and self.user != self.client.username and c.pending is None:

@@ -20,6 +20,7 @@ from .errors import (
     NotAuthor,
     SenderKeyUnavailable,
     UnknownReference,
+    WrapKeyErased,
 )
 from .events import (
     ConnectionState,
@@ -77,5 +78,6 @@ __all__ = [
     "Sent",
     "Shown",
     "UnknownReference",
+    "WrapKeyErased",
     "default_profile_root",
 ]

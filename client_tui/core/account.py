@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import time
 from typing import TYPE_CHECKING
 
@@ -53,13 +52,12 @@ async def register(c: ChatClient, password: str, passphrase: str, bits: int, ide
         log.warning("a profile for %s existed; moved to %s", c.username, aside)
         c.profile.rename(aside)
         c.transparency = Transparency(c)  # the heads held were the replaced profile's
-    bundle = keystore.KeyBundle(
-        identity, os.urandom(keystore.LOCAL_KEY_BYTES), (), os.urandom(keystore.LOCAL_KEY_BYTES)
-    )
+    bundle = keystore.KeyBundle(identity, b"").complete(c.wall_clock())  # made now: the schedule starts here
     await asyncio.to_thread(keystore.save_bundle, c.keystore_path, bundle, passphrase, c.kdf)
     await open_local(c, bundle, passphrase, fresh=True)
     await c.rest.login(password)
     await monitor_own_keys(c)
+    c.epochs.start()  # the hourly key schedule (client_tui.core.epochs)
     return identity
 
 
@@ -72,23 +70,25 @@ async def login(c: ChatClient, password: str, passphrase: str) -> Identity:
     await c.rest.login(password)
     await c._finish_rotation()  # a rotation published before its keystore save failed
     await monitor_own_keys(c)
+    await c.epochs.after_login()  # a scheduled rotation, retired keys erased; then hourly
     assert c.identity is not None
     return c.identity
 
 
 async def monitor_own_keys(c: ChatClient, *, quiet: bool = True) -> int:
     """The key transparency monitor for this account (docs/PROTOCOL.md §14): the relay's log must
-    hold exactly the keys this keystore published under the username: every current and retired
-    key, and nothing else but a pending rotation's.
+    hold exactly the keys this keystore published under the username: every current, retired and
+    erased key (``ChatClient.my_public_keys``), and nothing else but a pending rotation's.
     A failure is alerted (``TransparencyAlert`` event, warning) and does not stop the login: the
     user is told, and the keys of others are still checked on every fetch. A relay that does not
     answer is tried again at the next login. Returns the leaves read (0 after a failure).
 
     Raises (only when not ``quiet``): TransparencyFailed, ClientError."""
     assert c.identity is not None
-    mine = [c.identity, *c.retired, *([c._bundle.pending] if c._bundle and c._bundle.pending else [])]
+    mine = c.my_public_keys()
+    pending = c._bundle.pending if c._bundle is not None else None
     try:
-        required = {(i.wrap_kid, i.sign_kid) for i in (c.identity, *c.retired)}  # pending: maybe not yet
+        required = {(i.wrap_kid, i.sign_kid) for i in mine if pending is None or i != pending.public}  # maybe not yet
         return await c.transparency.monitor({(i.wrap_kid, i.sign_kid) for i in mine}, required)
     except E2EEError as exc:
         log.warning("key transparency monitor: %s", exc.code)
@@ -122,7 +122,7 @@ async def _open_history(c: ChatClient) -> History:
 async def open_local(c: ChatClient, bundle: keystore.KeyBundle, passphrase: str, *, fresh: bool = False) -> None:
     """See :meth:`ChatClient.open_local`."""
     had_trust_key = bool(bundle.trust_key) and not fresh
-    bundle = bundle.complete()
+    bundle = bundle.complete(c.wall_clock())  # a file older than the key schedule: its keys date from now
     if bundle.upgrade:  # an older keystore: it gains its missing keys and the normalised passphrase form
         await asyncio.to_thread(keystore.save_bundle, c.keystore_path, bundle, passphrase, c.kdf)
     c.identity, c.retired = bundle.identity, bundle.retired

@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import platformdirs
@@ -46,6 +46,7 @@ from .. import session_socket
 from . import account, keystore, membership_ops, profiles, transport
 from .attachments import Attachments
 from .connection import Connection
+from .epochs import KeySchedule
 from .errors import ClientError
 from .events import ConnectionState, ConnState, Event, RttMeasured, Sent
 from .expiry import Expiry
@@ -91,6 +92,10 @@ class ChatClient(Rotation):
             or logs in; 4, the product's. Only the demonstrations of levels 1-3 (``e2ee-demo``, the
             bench, their tests) pass a lower one, to make the accounts a
             :class:`client_tui.levels.LevelClient` then uses: the websocket still refuses any level but 4.
+        key_lifetime_days: my keys are replaced when older than this (a scheduled rotation,
+            ``client_tui.core.epochs``); 0: never on a schedule. ``retired_grace_hours``: a replaced
+            key's private half is kept at least this long, and until the relay holds nothing
+            undelivered sealed to it. ``wall_clock``: ms since the Unix epoch (tests inject one).
     """
 
     def __init__(
@@ -103,6 +108,9 @@ class ChatClient(Rotation):
         cafile: str | None = None,
         clock=time.monotonic,
         relay_level: int = REQUIRED_LEVEL,
+        key_lifetime_days: float = 7.0,
+        retired_grace_hours: float = 48.0,
+        wall_clock: Callable[[], int] = keystore.now_ms,
     ) -> None:
         self.server_url = profiles.normalize_url(server_url)  # InvalidRequest for what is not an address
         self.username = canonical_username(username)  # InvalidRequest for a name the relay would refuse
@@ -142,6 +150,8 @@ class ChatClient(Rotation):
         self._local_key = b""
         self._bundle: keystore.KeyBundle | None = None
         self._keys_lock = asyncio.Lock()  # one rotation step at a time (client_tui.core.rotate)
+        self.wall_clock = wall_clock
+        self.epochs = KeySchedule(self, key_lifetime_days, retired_grace_hours)  # scheduled rotation, erasing
         self._tasks: set[asyncio.Task] = set()
         self._key_fetched_at: dict[str, float] = {}
         self._pos = 0.0
@@ -417,6 +427,7 @@ class ChatClient(Rotation):
     async def close(self) -> None:
         """Stop the session, close the websocket and the HTTP client; save contacts; close the cache."""
         await self.connection.close()
+        self.epochs.stop()
         self.expiry.stop()
         self.receipts.stop()
         for t in list(self._tasks):

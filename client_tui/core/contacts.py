@@ -85,6 +85,7 @@ class Contacts:
         def _spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]: ...
         async def _retry_held(self, user: str) -> None: ...
         async def _own_keys_changed(self) -> None: ...
+        def my_public_keys(self, *, old_only: bool = False) -> tuple[PublicIdentity, ...]: ...
 
     @property
     def contacts(self) -> dict[str, Contact]:
@@ -345,9 +346,11 @@ class Contacts:
     def mark(self, record: Record) -> str:
         """How to show a record's sender: ``verified`` | ``unverified`` | ``previous`` (signed by
         a key the sender has since replaced) | ``warning`` (a pending key, or sealed to an epoch with
-        a member removed since) | ``unreadable``. ✔ only for the pinned, verified key."""
+        a member removed since) | ``unreadable``. ✔ only for the pinned, verified key. A message
+        sealed to a key of mine erased for forward secrecy is ``unverified``: nothing failed a check
+        (no ✖ "could not verify"), its body says why it cannot be opened."""
         if record.state == RecordState.UNREADABLE:
-            return "unreadable"
+            return "unverified" if record.reason == ErrorCode.KEY_ERASED else "unreadable"
         if record.info.warning in MEMBERSHIP_WARNINGS:
             return "warning"
         contact = self.contacts.get(record.sender)
@@ -382,9 +385,9 @@ class Contacts:
                 if prev.sign_kid == skid:
                     return prev.sign_key, self._retired_check(user, contact, skid, seq) or "previous_key"
         if user == self.username and self.identity is not None:
-            for ident in self.retired:
-                if ident.sign_kid == skid:
-                    return ident.sign_private.public_key(), "previous_key"
+            for pub in self.my_public_keys(old_only=True):  # retired and erased keys of mine (public halves)
+                if pub.sign_kid == skid:
+                    return pub.sign_key, "previous_key"
         return None
 
     @staticmethod

@@ -4,7 +4,10 @@ and the reasons a message waits for the user (a key change, a larger audience).
 
 from __future__ import annotations
 
+import time
+
 from shared.errors import E2EEError, ErrorCode, MalformedInput
+from shared.keys import fingerprint
 
 NOT_ANSWERED = (ErrorCode.UNREACHABLE, ErrorCode.OFFLINE)
 """Codes of a request the relay did not answer (it may later): nothing was decided by it."""
@@ -110,3 +113,23 @@ class LocalFileDamaged(MalformedInput):
     """A file of the profile (``kt-head.json``, ``trust.sealed``, ``contacts.json``, a history row)
     is not of its documented form: not JSON, JSON of another shape, or nested deeper than the
     decoder's stack. The reader sets it aside (never overwrites it) and tells the user."""
+
+
+class WrapKeyErased(E2EEError):
+    """A message sealed only to wrap keys of mine whose private halves were deleted for forward
+    secrecy (``client_tui.core.epochs``): nobody can open it any more, this client included. Not a
+    forgery and not a fault: shown in words of its own ("sealed to your key 3fa9…, deleted on
+    2026-12-02 for forward secrecy": the first group of the key's fingerprint, the UTC day), never
+    as "could not verify". ``wrap_kid``: the erased key id (43 characters, base64url);
+    ``erased_ms``: when it was deleted, ms since the Unix epoch."""
+
+    code = ErrorCode.KEY_ERASED
+
+    def __init__(self, wrap_kid: str, erased_ms: int) -> None:
+        day = time.strftime("%Y-%m-%d", time.gmtime(erased_ms / 1000))
+        super().__init__(
+            f"sealed to your key {fingerprint(wrap_kid)[:4]}…, deleted on {day} for forward secrecy: "
+            "it can no longer be opened",
+            field="recipients",
+        )
+        self.wrap_kid, self.erased_ms = wrap_kid, erased_ms

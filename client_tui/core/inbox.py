@@ -111,12 +111,20 @@ class Inbox:
 
     # -- messages --------------------------------------------------------------------------------
     def identity_for(self, rkids: list[str]) -> Identity:
-        """My identity (current or retired) that ``rkids`` names as a recipient, else the current one."""
+        """My identity (current, pending or retired) that ``rkids`` names as a recipient, else the
+        current one (open() names the error: not_a_recipient).
+
+        Raises:
+            WrapKeyErased: ``rkids`` names only a key of mine whose private half was erased.
+        """
         assert self.c.identity is not None
         for ident in self.c._my_identities():
             if ident.wrap_kid in rkids:
                 return ident
-        return self.c.identity  # open() names the error: not_a_recipient
+        erased = self.c.epochs.erased_for(rkids)
+        if erased is not None:
+            raise erased
+        return self.c.identity
 
     async def _sender_key(self, user: str, skid: str, seq: int | None = None):
         """The key that verifies ``user``'s envelope signed with ``skid`` (stored at ``seq``), and a

@@ -99,7 +99,7 @@ async def sealed_to(ms: Membership, m: Member) -> PublicIdentity:
         me = c.identity.public if c.identity is not None else None
         if me is not None and (me.wrap_kid, me.sign_kid) == bound:
             return me
-        if any((i.wrap_kid, i.sign_kid) == bound for i in c.retired):
+        if any((i.wrap_kid, i.sign_kid) == bound for i in c.my_public_keys(old_only=True)):  # retired or erased
             raise _replaced(
                 m.username, "your new keys are not in this conversation's log yet (an update statement moves them in)"
             )

@@ -58,8 +58,10 @@ class EnvelopeCheck:
         if header.snd != sender:
             raise SenderMismatch("envelope names another sender than the one that sent it", field="snd")
         c = self.client
-        if c.identity is not None and not {i.wrap_kid for i in (c.identity, *c.retired)} & set(header.rkids):
-            raise NotARecipient("no recipient entry for my key id", field="recipients")  # as open() would
+        if c.identity is not None and not {i.wrap_kid for i in c._my_identities()} & set(header.rkids):
+            raise c.epochs.erased_for(header.rkids) or NotARecipient(  # as open() would
+                "no recipient entry for my key id", field="recipients"
+            )
         chain = self.chains.get(header.cid) or await self._restore(header.cid)
         if chain is None or chain.at(header.ep) is None:
             try:

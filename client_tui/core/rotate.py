@@ -19,7 +19,9 @@ keystore, and opens again every message it could not open because it was sealed 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,7 +30,7 @@ import msgspec
 from shared import envelope, frames, rotation
 from shared.b64 import b64u_encode
 from shared.errors import E2EEError, ErrorCode
-from shared.keys import Identity
+from shared.keys import Identity, PublicIdentity
 
 from . import documents, keystore, measure
 from .contacts import Contacts
@@ -76,6 +78,7 @@ class Rotation(Contacts):
     _passphrase: str | None
     _bundle: keystore.KeyBundle | None
     _keys_lock: asyncio.Lock
+    wall_clock: Callable[[], int]
 
     if TYPE_CHECKING:
 
@@ -108,7 +111,8 @@ class Rotation(Contacts):
         new = bundle.pending
         if new is None:
             new = await asyncio.to_thread(Identity.generate, self.username, bits or self.identity.wrap_private.key_size)
-            staged = keystore.KeyBundle(bundle.identity, bundle.local_key, bundle.retired, bundle.trust_key, new)
+            made = {**bundle.created_ms, new.wrap_kid: self.wall_clock()}
+            staged = dataclasses.replace(bundle, pending=new, created_ms=made, upgrade=False)
             try:
                 await asyncio.to_thread(keystore.save_bundle, self.keystore_path, staged, passphrase, self.kdf)
             except OSError as exc:
@@ -153,7 +157,16 @@ class Rotation(Contacts):
         """Phase 3: the new keys become current (in memory at once; on disk if the save works)."""
         old, bundle = self.identity, self._bundle
         retired = (old, *[r for r in bundle.retired if r.wrap_kid != old.wrap_kid])
-        committed = keystore.KeyBundle(new, bundle.local_key, retired, bundle.trust_key, None)
+        now = self.wall_clock()
+        committed = dataclasses.replace(
+            bundle,
+            identity=new,
+            retired=retired,
+            pending=None,
+            upgrade=False,
+            created_ms={**bundle.created_ms, new.wrap_kid: bundle.created_ms.get(new.wrap_kid, now)},
+            retired_ms={**bundle.retired_ms, old.wrap_kid: now},
+        )
         try:
             await asyncio.to_thread(keystore.save_bundle, self.keystore_path, committed, passphrase, self.kdf)
             self._bundle = committed
@@ -210,10 +223,10 @@ class Rotation(Contacts):
             before = {i.wrap_kid for i in self._my_identities()}
             if bundle.identity.wrap_kid not in before:  # rotated elsewhere: the keystore has newer keys
                 log.info("my keys were rotated elsewhere: now %s…", bundle.identity.wrap_kid[:8])
-                self._bundle = bundle.complete()
+                self._bundle = bundle.complete(self.wall_clock())
                 self._adopt(bundle.identity, bundle.retired)
             elif bundle.pending is not None and bundle.pending.wrap_kid not in before:
-                self._bundle = bundle.complete()
+                self._bundle = bundle.complete(self.wall_clock())
                 await self._finish_pending()
             gained = {i.wrap_kid for i in self._my_identities()} - before
         if gained:
@@ -223,6 +236,19 @@ class Rotation(Contacts):
         """Every key pair of mine that may open a message: current, pending, retired."""
         pending = self._bundle.pending if self._bundle is not None else None
         return (self.identity, *([pending] if pending is not None else []), *self.retired)
+
+    def my_public_keys(self, *, old_only: bool = False) -> tuple[PublicIdentity, ...]:
+        """The public halves of every key pair this account has had: current, pending, retired,
+        and erased (private halves deleted for forward secrecy, ``client_tui.core.epochs``);
+        with ``old_only`` the retired and erased ones only. What checks my own keys in public
+        (the key transparency monitor, membership logs, my old signatures) uses this, so an
+        erased key stays known as mine; only opening a message needs :meth:`_my_identities`."""
+        erased = tuple(e.public for e in self._bundle.erased) if self._bundle is not None else ()
+        old = (*(i.public for i in self.retired), *erased)
+        if old_only or self.identity is None:
+            return old
+        pending = self._bundle.pending if self._bundle is not None else None
+        return (self.identity.public, *([pending.public] if pending is not None else []), *old)
 
     async def _retry_held(self, user: str) -> None:
         """After a decision on ``user``'s keys: open again their messages held back or refused for it."""

@@ -109,5 +109,6 @@ class ErrorCode(StrEnum):
     KEYSTORE_ERROR = "keystore_error"
     WRONG_PASSPHRASE = "wrong_passphrase"  # noqa: S105 - an error code, not a secret
     ROTATION_NOT_SAVED = "rotation_not_saved"
+    KEY_ERASED = "key_erased"  # sealed only to a key of mine whose private half was deleted (forward secrecy)
     NOT_AUTHOR = "not_author"  # an edit or delete of a message someone else wrote: refused, never applied
     UNKNOWN_REFERENCE = "unknown_reference"  # a document refers to no message stored here
