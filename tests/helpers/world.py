@@ -53,14 +53,22 @@ class World:
         identity: Identity | None = None,
         login: bool = True,
         level: int = 4,
+        **options,
     ) -> ChatClient:
         """A ChatClient for ``name`` (keys from the session's fixed identities), its events recorded.
 
         ``register``: a new account (else log in to the existing one, unless ``login`` is False too).
         ``level``: the relay's (1-3: accounts for a ``LevelClient``; ``ChatClient(relay_level=)``).
+        ``options``: more ``ChatClient`` arguments (``wall_clock``, ``key_lifetime_days``, ...).
         """
         client = ChatClient(
-            url or relay.url, name, self.root / "clients", kdf=FAST_KDF, backoff=(0.05, 0.5), relay_level=level
+            url or relay.url,
+            name,
+            self.root / "clients",
+            kdf=FAST_KDF,
+            backoff=(0.05, 0.5),
+            relay_level=level,
+            **options,
         )
         self.clients.append(client)
         self.recorders[client] = Recorder(client)
