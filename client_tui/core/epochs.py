@@ -240,6 +240,8 @@ class KeySchedule:
     async def _erase(self, kids: list[str], result: TickResult) -> None:
         c = self.c
         async with c._keys_lock:
+            if c._bundle is not None and c._passphrase:
+                await c._with_disk_erasures(c._passphrase)  # erased elsewhere meanwhile: never written back
             bundle, passphrase = c._bundle, c._passphrase
             behind = bundle is None or c.identity is None or bundle.identity.wrap_kid != c.identity.wrap_kid
             if behind or bundle is None or not passphrase:
@@ -248,6 +250,8 @@ class KeySchedule:
             now = c.wall_clock()
             held = {r.wrap_kid for r in bundle.retired}
             gone = [k for k in kids if k in held]
+            if not gone:  # erased by another process on this keystore meanwhile
+                return
             for k in gone:
                 bundle = bundle.erase(k, now)
             try:

@@ -126,6 +126,15 @@ class KeyBundle:
             erased=(*self.erased, ErasedKey(gone.public, retired_at, now)),
         )
 
+    def with_erased(self, others: tuple[ErasedKey, ...]) -> KeyBundle:
+        """This bundle with each retired pair that ``others`` lists (the erasures another process
+        saved in the same keystore) erased too, with the time it was erased there."""
+        bundle = self
+        for e in others:
+            if any(r.wrap_kid == e.public.wrap_kid for r in bundle.retired):
+                bundle = bundle.erase(e.public.wrap_kid, e.erased_ms)
+        return bundle
+
     def public_keys(self) -> tuple[PublicIdentity, ...]:
         """The public halves of every pair of this account: current, pending, retired, erased."""
         return (*(i.public for i in self.private_pairs()), *(e.public for e in self.erased))

@@ -107,7 +107,7 @@ class Rotation(Contacts):
         return new
 
     async def _rotate(self, passphrase: str, bits: int | None) -> Identity:
-        bundle = self._bundle
+        bundle = await self._with_disk_erasures(passphrase)
         new = bundle.pending
         if new is None:
             new = await asyncio.to_thread(Identity.generate, self.username, bits or self.identity.wrap_private.key_size)
@@ -125,6 +125,22 @@ class Rotation(Contacts):
         await self._publish(new)
         await self._commit_rotation(new, passphrase)
         return new
+
+    async def _with_disk_erasures(self, passphrase: str) -> keystore.KeyBundle:
+        """The open bundle, less the retired keys another process erased in the keystore file
+        since it was read (``client_tui.core.epochs``): a save from here must never write their
+        private halves back. Call it holding ``_keys_lock``; the file unreadable: the open bundle."""
+        try:
+            disk = await asyncio.to_thread(keystore.load_bundle, self.keystore_path, passphrase)
+        except (E2EEError, OSError) as exc:
+            log.warning("keystore not read again before saving: %s", getattr(exc, "code", exc))
+            return self._bundle
+        merged = self._bundle.with_erased(disk.erased)
+        if merged.retired != self._bundle.retired:
+            gone = len(self._bundle.retired) - len(merged.retired)
+            log.info("%d retired key(s) erased by another process on this keystore", gone)
+            self._bundle, self.retired = merged, merged.retired
+        return merged
 
     async def _publish(self, new: Identity) -> None:
         """Phase 2: publish ``new`` under a v2 statement (idempotent: done already is fine)."""

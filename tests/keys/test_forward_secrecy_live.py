@@ -194,3 +194,23 @@ async def test_key_lifetime_zero_never_rotates_and_login_runs_the_schedule(world
     assert again.epochs._handle is not None  # and the hourly timer is armed
     await again.close()
     assert again.epochs._handle is None
+
+
+async def test_a_key_erased_by_another_session_is_never_written_back(world):
+    relay = world.relay()
+    clock = Clock()
+    first = await world.client(relay, "bob", wall_clock=clock, connect=False)
+    k1 = first.identity
+    await first.rotate_keys()
+    clock.now += GRACE_MS
+    second = await world.client(relay, "bob", register=False, connect=False, wall_clock=clock)  # same profile
+    assert second.retired == () and [e.public.wrap_kid for e in second._bundle.erased] == [k1.wrap_kid]
+    assert [r.wrap_kid for r in first.retired] == [k1.wrap_kid]  # the first session has not seen it
+    k2 = first.identity
+    await first.rotate_keys()  # saves its keystore twice: neither save may hold k1's private half again
+    on_disk = await asyncio.to_thread(keystore.load_bundle, first.keystore_path, passphrase("bob"))
+    assert [r.wrap_kid for r in on_disk.retired] == [k2.wrap_kid]
+    assert [e.public.wrap_kid for e in on_disk.erased] == [k1.wrap_kid] and on_disk.upgrade is False
+    secret = str(keystore._open(first.keystore_path, passphrase("bob"))[1])
+    assert not [form for form in private_forms(k1) if form in secret]
+    assert [r.wrap_kid for r in first.retired] == [k2.wrap_kid]
