@@ -129,6 +129,7 @@ async def open_local(c: ChatClient, bundle: keystore.KeyBundle, passphrase: str,
     c._passphrase = passphrase
     c._local_key = bundle.local_key
     c._bundle = bundle
+    c._note_keystore()  # as read (and upgraded) now: a later save reads it again only if another session wrote it
     c._open_trust(bundle.trust_key, existed=had_trust_key)
     profiles.remember(c.profile, c.server_url)
     c.membership.load()  # the verified heads, kept in the trust store

@@ -151,6 +151,7 @@ class ChatClient(Rotation):
         self._bundle: keystore.KeyBundle | None = None
         self._keys_lock = asyncio.Lock()  # one rotation step at a time (client_tui.core.rotate)
         self.wall_clock = wall_clock
+        self._keystore_digest: bytes | None = None  # the keystore file as this session last read or wrote it
         self.epochs = KeySchedule(self, key_lifetime_days, retired_grace_hours)  # scheduled rotation, erasing
         self._tasks: set[asyncio.Task] = set()
         self._key_fetched_at: dict[str, float] = {}

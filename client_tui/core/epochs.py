@@ -256,6 +256,7 @@ class KeySchedule:
                 bundle = bundle.erase(k, now)
             try:
                 await asyncio.to_thread(keystore.save_bundle, c.keystore_path, bundle, passphrase, c.kdf)
+                c._note_keystore()
             except (OSError, E2EEError) as exc:
                 log.warning("retired keys kept: the keystore could not be saved (%s)", exc)
                 result.kept.update({k: "the keystore could not be saved" for k in gone})

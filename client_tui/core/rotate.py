@@ -29,6 +29,7 @@ import msgspec
 
 from shared import envelope, frames, rotation
 from shared.b64 import b64u_encode
+from shared.digests import sha256
 from shared.errors import E2EEError, ErrorCode
 from shared.keys import Identity, PublicIdentity
 
@@ -52,6 +53,14 @@ RETRY_REASONS = (
     ErrorCode.KEY_CHANGE_UNREVIEWED,
 )
 """Reasons a message may open later: a key this client did not have yet, or a decision not taken."""
+
+
+def _file_digest(path: Path) -> bytes | None:
+    """SHA-256 of the file at ``path`` (32 bytes), None if it cannot be read."""
+    try:
+        return sha256(path.read_bytes())
+    except OSError:
+        return None
 
 
 class RotationNotSaved(keystore.KeystoreError):
@@ -79,6 +88,7 @@ class Rotation(Contacts):
     _bundle: keystore.KeyBundle | None
     _keys_lock: asyncio.Lock
     wall_clock: Callable[[], int]
+    _keystore_digest: bytes | None
 
     if TYPE_CHECKING:
 
@@ -115,6 +125,7 @@ class Rotation(Contacts):
             staged = dataclasses.replace(bundle, pending=new, created_ms=made, upgrade=False)
             try:
                 await asyncio.to_thread(keystore.save_bundle, self.keystore_path, staged, passphrase, self.kdf)
+                self._note_keystore()
             except OSError as exc:
                 raise RotationNotSaved(
                     f"the new keys could not be saved ({exc.strerror or exc}): nothing was "
@@ -129,7 +140,10 @@ class Rotation(Contacts):
     async def _with_disk_erasures(self, passphrase: str) -> keystore.KeyBundle:
         """The open bundle, less the retired keys another process erased in the keystore file
         since it was read (``client_tui.core.epochs``): a save from here must never write their
-        private halves back. Call it holding ``_keys_lock``; the file unreadable: the open bundle."""
+        private halves back. Call it holding ``_keys_lock``; the file unreadable: the open bundle.
+        A file unchanged since this session last read or wrote it is not decrypted again."""
+        if self._keystore_digest is not None and self._keystore_digest == _file_digest(self.keystore_path):
+            return self._bundle
         try:
             disk = await asyncio.to_thread(keystore.load_bundle, self.keystore_path, passphrase)
         except (E2EEError, OSError) as exc:
@@ -185,6 +199,7 @@ class Rotation(Contacts):
         )
         try:
             await asyncio.to_thread(keystore.save_bundle, self.keystore_path, committed, passphrase, self.kdf)
+            self._note_keystore()
             self._bundle = committed
         except OSError as exc:  # the keystore holds the new keys as pending: nothing is lost
             text = (
@@ -233,6 +248,7 @@ class Rotation(Contacts):
         async with self._keys_lock:
             try:
                 bundle = await asyncio.to_thread(keystore.load_bundle, self.keystore_path, self._passphrase)
+                self._note_keystore()
             except E2EEError as exc:
                 log.warning("could not reload the keystore after my keys changed: %s", exc.code)
                 return
@@ -247,6 +263,10 @@ class Rotation(Contacts):
             gained = {i.wrap_kid for i in self._my_identities()} - before
         if gained:
             await self._retry_unreadable(RETRY_REASONS)
+
+    def _note_keystore(self) -> None:
+        """Remember the keystore file as this session just read or wrote it (its SHA-256)."""
+        self._keystore_digest = _file_digest(self.keystore_path)
 
     def _my_identities(self) -> tuple[Identity, ...]:
         """Every key pair of mine that may open a message: current, pending, retired."""
