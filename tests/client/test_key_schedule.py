@@ -12,14 +12,19 @@ import time
 import pytest
 from rich.console import Console
 
+from client_tui.app import ChatApp
 from client_tui.cliargs import build_parser
 from client_tui.core import Contact, WrapKeyErased, keystore
 from client_tui.core.epochs import DAY_MS, HOUR_MS, plan, schedule_words
 from client_tui.core.keybundle import KeyBundle, from_secret, to_secret
 from client_tui.inspector import inspect_record, unreadable_text
+from client_tui.screens import ContactScreen
 from shared.errors import ErrorCode
 from shared.keys import Identity, fingerprint
+from tests.helpers.cli import run
+from tests.helpers.clients import wait_until
 from tests.helpers.config import FAST_KDF, TEST_BITS
+from tests.helpers.tui import chat_shown, rendered_text, screen_ready
 
 T0 = 1_764_633_600_000  # 2025-12-02 00:00 UTC, ms
 
@@ -253,3 +258,44 @@ def test_key_lifetime_from_the_environment(monkeypatch, capsys):
     )
     monkeypatch.delenv("E2EE_KEY_LIFETIME_DAYS")
     assert _prepare(build_parser(), []).key_lifetime == 7.0
+
+
+async def test_the_keys_dialog_describes_my_schedule(offline_bob, spare):
+    bob, _ = offline_bob
+    old = bob.identity
+    made = keystore.now_ms()
+    bob._bundle = dataclasses.replace(
+        bob._bundle,
+        identity=spare,
+        retired=(old,),
+        created_ms={spare.wrap_kid: made, old.wrap_kid: made - DAY_MS},
+        retired_ms={old.wrap_kid: made},
+    )
+    bob.identity, bob.retired = spare, (old,)
+    bob.contacts["bob"] = Contact(spare.public, verified=True)
+    app = ChatApp(bob, "conv-1")
+    async with app.run_test(size=(80, 24)) as pilot:  # the dialog at 60x20 .. 120x40: test_tui_sizes
+        await wait_until(lambda: chat_shown(app))
+        app.push_screen(ContactScreen(bob, "bob", ["alice", "bob", "carol"]))
+        await wait_until(lambda: screen_ready(app, ContactScreen))
+        await pilot.pause()
+        body = rendered_text(app.screen.body)
+        next_day = time.strftime("%Y-%m-%d", time.localtime((made + 7 * DAY_MS) / 1000))
+        assert f"keys replaced every 7 days (next: {next_day})" in body
+        assert "1 earlier key kept until their messages are delivered" in body
+        assert "0 deleted (forward secrecy)" in body
+        app.screen.user = "alice"
+        app.screen.refresh_body()
+        assert "forward secrecy" not in rendered_text(app.screen.body)  # a contact's keys: not my schedule
+
+
+def test_keys_show_prints_my_schedule(profiles, monkeypatch, capsys):
+    code, out, _ = run(monkeypatch, capsys, "alice", "keys", "show")
+    assert code == 0
+    lines = [line.strip() for line in out.splitlines()]
+    assert lines[3].startswith("keys replaced every 7 days (next: 20")
+    assert lines[4:6] == ["0 earlier keys kept until their messages are delivered", "0 deleted (forward secrecy)"]
+    code, out, _ = run(monkeypatch, capsys, "alice", "keys", "show", "--key-lifetime", "0")
+    assert "keys replaced only when you rotate them (no schedule: key lifetime 0)" in out
+    code, out, _ = run(monkeypatch, capsys, "alice", "keys", "show", "bob")
+    assert "forward secrecy" not in out
