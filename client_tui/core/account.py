@@ -85,11 +85,13 @@ async def monitor_own_keys(c: ChatClient, *, quiet: bool = True) -> int:
 
     Raises (only when not ``quiet``): TransparencyFailed, ClientError."""
     assert c.identity is not None
-    mine = c.my_public_keys()
+    mine = {(i.wrap_kid, i.sign_kid) for i in c.my_public_keys()}
     pending = c._bundle.pending if c._bundle is not None else None
+    waiting = pending is not None and pending.wrap_kid != c.identity.wrap_kid  # not the keys in use already
+    unpublished = {(pending.wrap_kid, pending.sign_kid)} if waiting and pending is not None else set()
     try:
-        required = {(i.wrap_kid, i.sign_kid) for i in mine if pending is None or i != pending.public}  # maybe not yet
-        return await c.transparency.monitor({(i.wrap_kid, i.sign_kid) for i in mine}, required)
+        required = mine - unpublished  # a pending rotation's keys: maybe not published yet
+        return await c.transparency.monitor(mine, required)
     except E2EEError as exc:
         log.warning("key transparency monitor: %s", exc.code)
         if not quiet:
