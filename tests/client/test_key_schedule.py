@@ -5,6 +5,7 @@ as such. The real-relay half is tests/keys/test_forward_secrecy_live.py."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import time
@@ -299,3 +300,15 @@ def test_keys_show_prints_my_schedule(profiles, monkeypatch, capsys):
     assert "keys replaced only when you rotate them (no schedule: key lifetime 0)" in out
     code, out, _ = run(monkeypatch, capsys, "alice", "keys", "show", "bob")
     assert "forward secrecy" not in out
+
+
+async def test_the_hourly_timer_ticks_and_arms_itself_again_until_the_client_closes(offline_bob):
+    bob, _ = offline_bob
+    schedule = bob.epochs
+    schedule.start()
+    armed = schedule._handle
+    assert armed is not None and 3599 < armed.when() - asyncio.get_running_loop().time() <= 3600
+    schedule._fire()  # what the loop does an hour later: one tick (nothing due), then the timer again
+    await wait_until(lambda: schedule._handle is not None and schedule._handle is not armed)
+    await bob.close()
+    assert schedule._handle is None
