@@ -241,7 +241,12 @@ class KeySchedule:
         c = self.c
         async with c._keys_lock:
             if c._bundle is not None and c._passphrase:
-                await c._with_disk_erasures(c._passphrase)  # erased elsewhere meanwhile: never written back
+                try:
+                    await c._with_disk_erasures(c._passphrase)  # erased elsewhere meanwhile: never written back
+                except E2EEError as exc:
+                    log.warning("retired keys kept: %s", exc.message)
+                    result.kept.update({k: "another session changed the keystore" for k in kids})
+                    return
             bundle, passphrase = c._bundle, c._passphrase
             behind = bundle is None or c.identity is None or bundle.identity.wrap_kid != c.identity.wrap_kid
             if behind or bundle is None or not passphrase:

@@ -141,7 +141,12 @@ class Rotation(Contacts):
         """The open bundle, less the retired keys another process erased in the keystore file
         since it was read (``client_tui.core.epochs``): a save from here must never write their
         private halves back. Call it holding ``_keys_lock``; the file unreadable: the open bundle.
-        A file unchanged since this session last read or wrote it is not decrypted again."""
+        A file unchanged since this session last read or wrote it is not decrypted again.
+
+        Raises:
+            RotationConflict: another session changed the current or pending keys in the file (its
+                own rotation): a save from this session would drop them, so nothing is saved.
+        """
         if self._keystore_digest is not None and self._keystore_digest == _file_digest(self.keystore_path):
             return self._bundle
         try:
@@ -149,6 +154,16 @@ class Rotation(Contacts):
         except (E2EEError, OSError) as exc:
             log.warning("keystore not read again before saving: %s", getattr(exc, "code", exc))
             return self._bundle
+        ours, theirs = self._bundle, disk
+        if (ours.identity.wrap_kid, getattr(ours.pending, "wrap_kid", None)) != (
+            theirs.identity.wrap_kid,
+            getattr(theirs.pending, "wrap_kid", None),
+        ):
+            raise RotationConflict(
+                "another session of this account changed its keys in the keystore: nothing is saved from this "
+                "one (it would drop them); log in again to use them",
+                field="keystore",
+            )
         merged = self._bundle.with_erased(disk.erased)
         if merged.retired != self._bundle.retired:
             gone = len(self._bundle.retired) - len(merged.retired)

@@ -214,3 +214,19 @@ async def test_a_key_erased_by_another_session_is_never_written_back(world):
     secret = str(keystore._open(first.keystore_path, passphrase("bob"))[1])
     assert not [form for form in private_forms(k1) if form in secret]
     assert [r.wrap_kid for r in first.retired] == [k2.wrap_kid]
+
+
+async def test_a_session_that_missed_a_rotation_elsewhere_saves_nothing_over_it(world):
+    relay = world.relay()
+    clock = Clock()
+    stale = await world.client(relay, "bob", wall_clock=clock, connect=False)  # no key_changed event reaches it
+    k1 = stale.identity
+    clock.now += 7 * DAY_MS
+    other = await world.client(relay, "bob", register=False, connect=False, wall_clock=clock)  # its login rotates
+    k2 = other.identity
+    assert k2.wrap_kid != k1.wrap_kid
+    result = await stale.epochs.tick()  # the same schedule says "rotate" here too
+    assert result.rotated is False and stale.identity is k1
+    on_disk = await asyncio.to_thread(keystore.load_bundle, stale.keystore_path, passphrase("bob"))
+    assert (on_disk.identity.wrap_kid, on_disk.pending) == (k2.wrap_kid, None)  # the newer keys kept
+    assert [r.wrap_kid for r in on_disk.retired] == [k1.wrap_kid]
