@@ -33,6 +33,8 @@ Modes (``MODE`` or ``MODE:ARG``; each attack is logged as a warning naming seq, 
 ``key-retired``  once a user has rotated, the first fetch of their current keys by each requester answers
                 them, every later one the user's oldest (retired) keys, with their real log proof: a rollback
 ``plant-key[:USER]`` as ``key-first``: every key fetch for another user answers USER's keys under the asked name
+``kt-freeze[:USER]`` as ``plant-key``, and the user a key was planted for is shown, as the log's current head,
+                the head from before the plant (older, consistent: a freeze of that user's view)
 ``split-view[:USER]`` the first user to fetch someone else's keys is shown a forked key transparency log in
                 which USER's keys are that someone's; everyone else sees the real log
 ``lose-ack``    the first ``stored`` answer to each user is withheld and its connection closed (1012),
@@ -121,6 +123,7 @@ MODES = {
     "key-swap": "mallory,carol",
     "key-retired": None,
     "plant-key": "mallory",
+    "kt-freeze": "mallory",
     "split-view": "mallory",
     "lose-ack": None,
     "crash": "1",
@@ -128,7 +131,7 @@ MODES = {
 MODES.update(MEMBERSHIP_MODES)
 """Every mode and its default argument (None: takes no argument)."""
 
-KEY_MODES = ("key-first", "key-mid", "key-name", "key-swap", "key-retired", "plant-key", "split-view")
+KEY_MODES = ("key-first", "key-mid", "key-name", "key-swap", "key-retired", "plant-key", "kt-freeze", "split-view")
 DB_MODES = ("move", "sender", "sender-header", "strip", "key-retired", *MEMBERSHIP_MODES)
 CLOSE_LOST = 1012
 _KEYS_PATH = re.compile(r"^/v1/users/([^/]+)/keys$")
@@ -300,10 +303,14 @@ class HostileRelay(FrameModes):
             m = _KEYS_PATH.match(scope["path"])
             if m:
                 return await self._keys(scope, receive, send, m.group(1))
-            if self.mode == "split-view" and scope["path"] in _KT_PATHS:
-                forged = self._forger.forked_kt(_token_subject(scope), scope["path"], scope.get("query_string", b""))
+            if self.mode in ("split-view", "kt-freeze") and scope["path"] in _KT_PATHS:
+                forged = (
+                    self._forger.forked_kt(_token_subject(scope), scope["path"], scope.get("query_string", b""))
+                    if self.mode == "split-view"
+                    else self._forger.frozen_kt(_token_subject(scope), scope["path"])
+                )
                 if forged is not None:
-                    self._attack("answered %s from the forked log to %s", scope["path"], _token_subject(scope))
+                    self._attack("answered %s from a forged log view to %s", scope["path"], _token_subject(scope))
                     json_type = [(b"content-type", b"application/json")]
                     return await _answer(send, 200, json_type, json.dumps(forged).encode())
         return await self.app(scope, receive, send)
@@ -329,7 +336,7 @@ class HostileRelay(FrameModes):
         if (
             not isinstance(frame, frames.Message)
             or self._members is not None
-            or self.mode in ("plant-key", "split-view")
+            or self.mode in ("plant-key", "kt-freeze", "split-view")
         ):
             return [text]  # the key transparency modes lie in key answers, not in frames
         raw = bytes(frame.envelope)
@@ -362,7 +369,7 @@ class HostileRelay(FrameModes):
             pair = (requester, username)
             n = self._fetched[pair] = self._fetched.get(pair, 0) + 1
             substitute = self.arg.split(",")[0 if n == 2 else -1]
-            if self.mode in ("key-first", "key-name", "plant-key", "split-view") or n > 1:
+            if self.mode in ("key-first", "key-name", "plant-key", "kt-freeze", "split-view") or n > 1:
                 path = f"/v1/users/{substitute}/keys"
                 sub_scope = {**scope, "path": path, "raw_path": path.encode()}
                 s_status, _, s_body = await self._call(sub_scope, _empty_receive)

@@ -12,6 +12,10 @@ leaf names mallory, and the client refuses it). It has two ways left, and each i
   consistency requests from that fork. It holds only while the real log does not grow: the next
   real head the victim sees has no consistency proof from the forked one
   (``consistency_proof_invalid``); a head gossiped by another user raises ``split_view``.
+- **freeze** (``kt-freeze``): plant, and show the owner of the name, as the log's current head, the
+  head from before the plant (signed now, older, consistent with everything: no proof fails). The
+  owner's monitor is caught up only as far as it is shown, unless it holds a newer head from a
+  key answer or a message: it reads the leaves up to the newest head it holds, and finds the plant.
 
 Used by :class:`bench.tools.hostile.HostileRelay`; reaches the relay's state through the ASGI
 scope (``scope["app"].state.e2ee`` after a call went through the app).
@@ -54,6 +58,8 @@ class LogForger:
         self._settings = settings
         self._planted: dict[tuple[str, tuple[str, str]], int] = {}
         self.fork: Fork | None = None
+        self.frozen: dict[str, int] = {}  # kt-freeze: victim -> the log's size before the first plant
+        self._st: Any = None
 
     @staticmethod
     def _state(scope: dict) -> Any:
@@ -72,6 +78,8 @@ class LogForger:
             fake_row = -int.from_bytes(os.urandom(4), "big") - 1  # no key row: the relay's directory is unchanged
             idx = await st.writer.run(lambda s: kt_store.append_leaf(s, fake_row, leaf))
             self._planted[(username, kids)] = idx
+            self.frozen.setdefault(username, idx)
+            self._st = st
             log.warning("hostile: planted key %s… under %s's name in the log (leaf %d)", kids[0][:8], username, idx)
         await st.kt.sync()
         leaf = kt.KeyLeaf.from_json((await st.kt.entries(idx, idx + 1))[0])
@@ -112,6 +120,14 @@ class LogForger:
             if new == f.tree.size and old <= new:
                 return {"from": old, "to": new, "proof": kt.encode_proof(f.tree.consistency_proof(old, new))}
         return None
+
+    def frozen_kt(self, requester: str, path: str) -> dict | None:
+        """kt-freeze: the victim's ``/v1/kt/head`` answer, the log's head from before the plant under
+        their name, signed now (None: the real answer)."""
+        size = self.frozen.get(requester)
+        if size is None or path != "/v1/kt/head" or self._st is None:
+            return None
+        return {"head": self._st.kt.head(size).to_json(), "log_key": b64u_encode(_spki(self._settings))}
 
 
 def _spki(settings: Any) -> bytes:

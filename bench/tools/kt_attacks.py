@@ -3,6 +3,8 @@ each against a real relay process:
 
 * ``plant-key``: the relay plants mallory's keys in its log under bob's name and serves them to alice
   with a valid proof; bob's client notices at its next start.
+* ``kt-freeze``: as ``plant-key``, and bob is shown the log's head from before the plant (a freeze);
+  a key answer bob gets later carries the real head, and his monitor at the next start reads up to it.
 * ``split-view``: the relay shows alice a forked log in which mallory's keys are bob's; once the real
   log grows, alice's next key answer does not verify, and bob's head shown to her is a split view.
 """
@@ -19,34 +21,59 @@ from .attacks import Outcome
 from .key_attacks import FAST_KDF, PASSWORD, _Stage
 
 
-async def plant_key(root: Path) -> Outcome:
-    stage = _Stage(root, "plant-key:mallory")
+async def _planted(mode: str, relay_did: str, bob_learns: bool, root: Path) -> Outcome:
+    """plant-key and kt-freeze: mallory's keys planted under bob's name and served to alice; bob
+    starts again (after a key answer that carries the log's real head, when ``bob_learns``)."""
+    stage = _Stage(root, f"{mode}:mallory")
     try:
         mallory = await stage.user("mallory")
         bob = await stage.user("bob")
         alice = await stage.user("alice")
         served = await alice.fetch_keys("bob")
         planted = served.wrap_kid == mallory.identity.wrap_kid
+        shown = await bob.transparency.refresh()  # kt-freeze: the head of 3 keys, from before the plant
+        if bob_learns:
+            await stage.user("carol")
+            await bob.fetch_keys("carol")  # a key answer carries the log's real head: bob holds it
         await bob.close()
         again = ChatClient(stage.relay.url, "bob", stage.root / "clients", kdf=FAST_KDF)  # bob starts again
         stage.clients.append(again)
         await again.login(PASSWORD, "bob passphrase")
         alerts = [a for a in again.transparency.alerts if a.code == "log_key_mismatch"]
         return Outcome(
-            "plant-key",
-            "appended mallory's keys to its key transparency log under bob's name and served them to alice "
-            "with a valid inclusion proof",
+            mode,
+            relay_did,
             {
                 "alice": "bob's key pinned unverified (the log proof holds: the key is in the log)",
                 "bob": alerts[0].message if alerts else "nothing",
             },
             attacker="the relay",
             read=None,
-            held=planted and bool(alerts),
-            details={"alerts": [str(a.code) for a in again.transparency.alerts]},
+            held=planted and bool(alerts) and (shown.size == 3) == bob_learns,
+            details={"alerts": [str(a.code) for a in again.transparency.alerts], "shown_size": shown.size},
         )
     finally:
         await stage.close()
+
+
+async def plant_key(root: Path) -> Outcome:
+    return await _planted(
+        "plant-key",
+        "appended mallory's keys to its key transparency log under bob's name and served them to alice "
+        "with a valid inclusion proof",
+        False,
+        root,
+    )
+
+
+async def kt_freeze(root: Path) -> Outcome:
+    return await _planted(
+        "kt-freeze",
+        "planted mallory's keys under bob's name, served them to alice, and showed bob the head of its "
+        "log from before the plant",
+        True,
+        root,
+    )
 
 
 async def split_view(root: Path) -> Outcome:
@@ -85,6 +112,7 @@ async def split_view(root: Path) -> Outcome:
 
 ATTACKS: dict[str, Callable[[Path], Awaitable[Outcome]]] = {
     "plant-key": plant_key,
+    "kt-freeze": kt_freeze,
     "split-view": split_view,
 }
 """The key transparency attacks by name, in the order ``e2ee-demo --attacks`` runs them."""
