@@ -1,7 +1,8 @@
 """The checks of key transparency answers that need no state (docs/PROTOCOL.md §14), used by
 :mod:`client_tui.core.transparency`: a key answer's ``kt`` proof against the keys answered, the
-alert for a relay that answers the log's routes with errors, a gossiped head kept until the
-relay proves it (:class:`Unproven`), and two signed heads no proof joins (:class:`Evidence`)."""
+alert for a relay that answers the log's routes with errors or leaves them unanswered, a gossiped
+head kept until the relay proves it (:class:`Unproven`), two signed heads no proof joins
+(:class:`Evidence`), and the alert for a gossiped head not signed by the pinned log key."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shared import kt
-from shared.errors import ConsistencyProofInvalid, InclusionProofInvalid
+from shared.errors import ConsistencyProofInvalid, InclusionProofInvalid, SplitView, TreeHeadInvalid
 from shared.keys import PublicIdentity
 
 from .errors import ClientError
@@ -64,6 +65,38 @@ def refused(what: str, exc: ClientError, field: str) -> ConsistencyProofInvalid:
         f"the relay refused to show your client {what} ({exc.code}): its key directory cannot be checked, "
         "and keys planted under your name would not be noticed",
         field=field,
+    )
+
+
+def foreign_head(seen_by: str, size: int) -> TreeHeadInvalid:
+    """A head ``seen_by``'s message carried is not signed by the pinned log key: what is known."""
+    return TreeHeadInvalid(
+        f"{seen_by}'s message carries a key directory head ({size} keys) that is not signed by "
+        f"the relay's log key you pinned: either {seen_by}'s client made it up, or the relay gave "
+        f"{seen_by} another log key and shows them a key directory of its own (a split view). "
+        f"Compare the log key with {seen_by} (e2ee-chat audit prints it)",
+        field=seen_by,
+    )
+
+
+def never_proven(u: Unproven, held_size: int) -> SplitView:
+    """``u`` was left unproven ``u.tries`` times while the relay answered everything else."""
+    return SplitView(
+        f"the relay has not proven, asked {u.tries} times, that the key directory {u.by} "
+        f"showed you ({u.head.size} keys) and the one it shows you ({held_size} keys) are one log: "
+        f"it answers everything else, not that; treat it as showing you and {u.by} "
+        "different key directories",
+        field=u.by,
+    )
+
+
+def never_answered(starts: int) -> ConsistencyProofInvalid:
+    """The monitor's requests were left unanswered at ``starts`` starts in a row, after a login."""
+    return ConsistencyProofInvalid(
+        f"the relay has not answered your client's requests for its key directory at your last "
+        f"{starts} starts, though it answered the login: keys planted under your name, or "
+        "a directory it shows others, cannot be noticed while it does not",
+        field="head",
     )
 
 

@@ -6,7 +6,8 @@ Kept in ``kt-head.json`` in the profile folder (public data, written atomically 
 :func:`client_tui.core.private.write_private`)::
 
     {"format": "e2ee-chat-kt", "v": 1, "log_key": b64url SPKI (Ed25519), "head": <signed head>,
-     "monitor": {"size": n, "edge": [b64url subtree roots], "mine": [[wrap_kid, sign_kid], ...]},
+     "monitor": {"size": n, "edge": [b64url subtree roots], "mine": [[wrap_kid, sign_kid], ...],
+                 "unanswered": n},
      "unproven": [{"head": <signed head>, "by": username, "tries": n}, ...],
      "evidence": [{"held": <signed head>, "shown": <signed head>, "by": username | "the relay"}, ...]}
 
@@ -26,7 +27,9 @@ Kept in ``kt-head.json`` in the profile folder (public data, written atomically 
   they add up to that signed head (a compact range of the tree's right edge is kept, so a visit costs the new leaves
   only), and that every leaf under the user's name is a key this keystore published, and that
   every key it published (current and retired) is in the log. A relay that answers the log's
-  routes with an error (not: does not answer at all) is alerted: the monitor cannot run.
+  routes with an error is alerted: the monitor cannot run. One that does not answer them at all,
+  right after it answered the login, is alerted at the :data:`MAX_TRIES`-th start in a row (and
+  the kept gossiped heads count that start as a try): a relay that is down is not alerted.
 """
 
 from __future__ import annotations
@@ -55,7 +58,7 @@ from shared.keys import PublicIdentity, key_id, spki_der
 
 from .errors import NOT_ANSWERED, ClientError, LocalFileDamaged
 from .events import TransparencyAlert
-from .kt_checks import Evidence, Unproven, checked, refused
+from .kt_checks import Evidence, Unproven, checked, foreign_head, never_answered, never_proven, refused
 from .private import load_local_json, set_aside, write_private
 
 if TYPE_CHECKING:
@@ -82,6 +85,7 @@ class Transparency:
         self.mine: set[tuple[str, str]] = set()
         self.unproven: list[Unproven] = []  # gossiped heads the relay has not answered for yet
         self.evidence: list[Evidence] = []  # pairs of signed heads no proof joins, newest last
+        self.unanswered = 0  # monitor runs in a row whose requests the relay left unanswered
         self.alerts: list[TransparencyFailed] = []
         self._told: set[tuple[str, str]] = set()  # (sender, code) of the gossip alerts raised
         self._lock = asyncio.Lock()
@@ -111,6 +115,9 @@ class Transparency:
                 raise LocalFileDamaged(f"{FILE_NAME}: its monitor state is not an object of lists")
             edge = merkle.CompactRange(mon.get("size", 0), [b64u_decode(h, "edge") for h in mon.get("edge", [])])
             mine = {(str(w), str(s)) for w, s in mon.get("mine", [])}
+            unanswered = mon.get("unanswered", 0)
+            if not isinstance(unanswered, int) or isinstance(unanswered, bool):
+                raise TypeError("monitor.unanswered is a count")
             unproven = [Unproven.from_json(u) for u in doc.get("unproven", [])][:MAX_UNPROVEN]
             evidence = [Evidence.from_json(e) for e in doc.get("evidence", [])][-MAX_EVIDENCE:]
         except (OSError, ValueError, KeyError, TypeError, E2EEError) as exc:
@@ -123,7 +130,7 @@ class Transparency:
             self.c.local_warnings.append(text)
             return
         self.log_key, self.head, self.edge, self.mine = key, head, edge, mine
-        self.unproven, self.evidence = unproven, evidence
+        self.unproven, self.evidence, self.unanswered = unproven, evidence, unanswered
 
     def save(self) -> None:
         """Write the held state (atomic, 0600)."""
@@ -138,6 +145,7 @@ class Transparency:
                 "size": self.edge.size,
                 "edge": [b64u_encode(h) for h in self.edge.hashes],
                 "mine": sorted([list(k) for k in self.mine]),
+                "unanswered": self.unanswered,
             },
             "unproven": [u.to_json() for u in self.unproven],
             "evidence": [e.to_json() for e in self.evidence],
@@ -230,13 +238,7 @@ class Transparency:
         except TreeHeadInvalid:
             if seen_by is None:
                 raise
-            raise TreeHeadInvalid(
-                f"{seen_by}'s message carries a key directory head ({head.size} keys) that is not signed by "
-                f"the relay's log key you pinned: either {seen_by}'s client made it up, or the relay gave "
-                f"{seen_by} another log key and shows them a key directory of its own (a split view). "
-                f"Compare the log key with {seen_by} (e2ee-chat audit prints it)",
-                field=seen_by,
-            ) from None
+            raise foreign_head(seen_by, head.size) from None
         held = self.head
         if held is not None:
             lo, hi = (held, head) if held.size <= head.size else (head, held)
@@ -331,23 +333,33 @@ class Transparency:
             except TransparencyFailed:
                 pass  # alerted by accept
             except E2EEError as exc:
-                u.tries += 1
-                log.info("kt: the relay left %s's head of %d unproven again (%s)", u.by, u.head.size, exc.code)
-                if u.tries < MAX_TRIES:
+                if not await self._unproven_again(u, str(exc.code)):
                     continue
-                held = self.head.size if self.head else 0
-                await self._alert(
-                    SplitView(
-                        f"the relay has not proven, asked {u.tries} times, that the key directory {u.by} "
-                        f"showed you ({u.head.size} keys) and the one it shows you ({held} keys) are one log: "
-                        f"it answers everything else, not that; treat it as showing you and {u.by} "
-                        "different key directories",
-                        field=u.by,
-                    ),
-                    u.by,
-                )
             self.unproven.remove(u)
         self.save()
+
+    async def _unproven_again(self, u: Unproven, code: str) -> bool:
+        """One more unanswered try for ``u``; the :data:`MAX_TRIES`-th is alerted (True: settled)."""
+        u.tries += 1
+        log.info("kt: the relay left %s's head of %d unproven again (%s)", u.by, u.head.size, code)
+        if u.tries < MAX_TRIES:
+            return False
+        await self._alert(never_proven(u, self.head.size if self.head else 0), u.by)
+        return True
+
+    async def _left_unanswered(self, exc: ClientError, head_too: bool) -> None:
+        """The monitor's request was not answered, right after the relay answered the login: one
+        more start the log could not be checked (:attr:`unanswered`); the :data:`MAX_TRIES`-th in a
+        row and every one after is alerted. ``head_too``: the kept gossiped heads were not asked
+        again either: each counts one try."""
+        self.unanswered += 1
+        if head_too:
+            for u in list(self.unproven):
+                if await self._unproven_again(u, str(exc.code)):
+                    self.unproven.remove(u)
+        self.save()
+        if self.unanswered >= MAX_TRIES:
+            await self._alert(never_answered(self.unanswered))
 
     # -- key answers --------------------------------------------------------------------------------
     async def check_key_answer(self, ident: PublicIdentity, doc: dict[str, Any]) -> None:
@@ -395,7 +407,12 @@ class Transparency:
             ConsistencyProofInvalid: the leaves do not add up to the signed head (alerted).
             ClientError: relay errors.
         """
-        await self.refresh()
+        try:
+            await self.refresh()
+        except ClientError as exc:
+            if exc.code in NOT_ANSWERED:
+                await self._left_unanswered(exc, head_too=True)
+            raise
         head = self.head  # the newest held: a relay that shows an older one (a freeze) hides nothing
         assert head is not None
         me = self.c.username
@@ -406,6 +423,7 @@ class Transparency:
                     answer = await self._get(f"/v1/kt/entries?start={edge.size}&end={head.size}")
                 except ClientError as exc:
                     if exc.code in NOT_ANSWERED:
+                        await self._left_unanswered(exc, head_too=False)
                         raise
                     raise refused("the keys it logged", exc, "entries") from None
                 entries = answer.get("entries") if isinstance(answer, dict) else None
@@ -440,6 +458,6 @@ class Transparency:
                 )
         except TransparencyFailed as exc:
             raise await self._alert(exc) from None
-        self.edge, self.mine = edge, mine
+        self.edge, self.mine, self.unanswered = edge, mine, 0
         self.save()
         return read

@@ -260,3 +260,53 @@ async def test_the_two_signed_heads_of_a_split_view_are_kept_as_evidence(world):
     assert evidence.held.size == evidence.shown.size and evidence.held.root != evidence.shown.root
     evidence.held.verify(again.log_key)  # both signed by the log key alice pinned
     evidence.shown.verify(again.log_key)
+
+
+async def test_a_relay_that_never_answers_one_users_monitor_is_alerted_at_the_third_start(world):
+    """The relay answers bob's login and drops every request of his monitor (as if unreachable):
+    once is a network, three starts in a row is the relay keeping bob from checking its log."""
+    relay = world.relay()
+    bob = await world.client(relay, "bob", connect=False)
+    await world.client(relay, "carol", connect=False)
+    real = bob.rest.request
+    lie(bob, failing("/v1/kt/head", ErrorCode.UNREACHABLE, None))
+    for n in (1, 2):
+        with pytest.raises(ClientError):
+            await bob.transparency.monitor(kids(bob), kids(bob))
+        assert codes(bob) == [] and bob.transparency.unanswered == n
+    again = type(bob.transparency)(bob)  # a restart: the count is kept in kt-head.json
+    bob.transparency = again
+    with pytest.raises(ClientError):
+        await again.monitor(kids(bob), kids(bob))
+    (alert,) = again.alerts
+    assert alert.code == "consistency_proof_invalid" and "at your last 3 starts" in alert.message
+    bob.rest.request = real  # answered again: the count starts over
+    await again.monitor(kids(bob), kids(bob))
+    assert again.unanswered == 0 and again.edge.size == 2 and len(again.alerts) == 1
+
+
+async def test_a_relay_that_drops_every_log_request_of_one_user_cannot_keep_a_gossiped_head_unproven(world):
+    """The split-view relay drops all of alice's /v1/kt/ requests, the head request too, so no
+    refresh ever retries bob's head: each start whose monitor is left unanswered counts as a try."""
+    relay = world.hostile("split-view:mallory")
+    await world.client(relay, "mallory", connect=False)
+    bob = await world.client(relay, "bob", connect=False)
+    alice = await world.client(relay, "alice", connect=False)
+    await alice.fetch_keys("bob")  # forked: 4 keys
+    await world.client(relay, "carol", connect=False)
+    await bob.rotate_keys()  # the real log: 5
+    await bob.transparency.refresh()
+
+    def dropped(method, p, body, real):
+        if p.startswith("/v1/kt/"):
+            raise ClientError("connection dropped", code=ErrorCode.UNREACHABLE)
+        return real
+
+    lie(alice, dropped)
+    await alice.transparency.gossip_in("bob", bob.transparency.gossip_out())  # try 1
+    for _ in range(2):  # tries 2 and 3, at two starts
+        with pytest.raises(ClientError):
+            await alice.transparency.monitor(kids(alice), kids(alice))
+    (alert,) = alice.transparency.alerts
+    assert alert.code == "split_view" and alert.field == "bob" and "asked 3 times" in alert.message
+    assert alice.transparency.unproven == [] and alice.transparency.unanswered == 2
