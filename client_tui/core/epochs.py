@@ -43,12 +43,14 @@ from .keybundle import KeyBundle
 if TYPE_CHECKING:
     from .client import ChatClient
 
-__all__ = ["KeySchedule", "Plan", "TickResult", "plan", "schedule_words"]
+__all__ = ["MAX_LIFETIME_DAYS", "KeySchedule", "Plan", "TickResult", "lifetime_ms", "plan", "schedule_words"]
 
 log = logging.getLogger("e2ee.client.epochs")
 
 DAY_MS = 86_400_000
 HOUR_MS = 3_600_000
+MAX_LIFETIME_DAYS = 3650.0
+"""The longest key lifetime (days): :class:`KeySchedule` refuses more (as ``--key-lifetime`` does)."""
 TICK_S = 3600.0
 """Seconds between two ticks while the client is open."""
 MAX_ASKED = 16
@@ -82,15 +84,39 @@ class TickResult:
     kept: dict[str, str] = field(default_factory=dict)
 
 
+def _elapsed(at: int, now: int, window: int) -> bool:
+    """``window`` ms passed since ``at``; or ``at`` lies more than ``window`` after ``now``: a time
+    the wall clock cannot have written (it jumped ahead and came back, or it is behind now), which
+    would otherwise hold a rotation or an erase back for as long as it lies ahead."""
+    return at + window <= now or at > now + window
+
+
 def plan(bundle: KeyBundle, now: int, lifetime_ms: int, grace_ms: int) -> Plan:
     """The schedule's decisions for ``bundle`` at ``now`` (ms since the Unix epoch), with the
     current pair's lifetime ``lifetime_ms`` (0: no scheduled rotation) and the retired pairs'
-    grace ``grace_ms``. A pair without a time counts as made (or retired) ``now``. Pure."""
+    grace ``grace_ms``. A pair without a time counts as made (or retired) ``now``; one made or
+    retired more than the lifetime (the grace) after ``now`` counts as due, once: the rotation or
+    the erase that follows dates its keys from ``now``. Pure."""
     created = bundle.created_ms.get(bundle.identity.wrap_kid, now)
-    next_rotation = created + lifetime_ms if lifetime_ms > 0 else None
+    rotate = lifetime_ms > 0 and _elapsed(created, now, lifetime_ms)
+    next_rotation = (now if rotate else created + lifetime_ms) if lifetime_ms > 0 else None
     retired = sorted(bundle.retired, key=lambda r: bundle.retired_ms.get(r.wrap_kid, now))
-    due = tuple(r.wrap_kid for r in retired if bundle.retired_ms.get(r.wrap_kid, now) + grace_ms <= now)
-    return Plan(next_rotation is not None and now >= next_rotation, due, next_rotation)
+    due = tuple(r.wrap_kid for r in retired if _elapsed(bundle.retired_ms.get(r.wrap_kid, now), now, grace_ms))
+    return Plan(rotate, due, next_rotation)
+
+
+def lifetime_ms(days: float) -> int:
+    """``days`` (a key lifetime, 0 to :data:`MAX_LIFETIME_DAYS`) in ms; at least 1 ms when ``days``
+    is above 0, so a tiny lifetime rotates at each check instead of never."""
+    return max(1, round(days * DAY_MS)) if days > 0 else 0
+
+
+def _day(ms: int) -> str:
+    """The local date of ``ms`` (since the Unix epoch), or words for one no calendar holds."""
+    try:
+        return time.strftime("%Y-%m-%d", time.localtime(ms / 1000))
+    except (OverflowError, OSError, ValueError):
+        return "not in this millennium"
 
 
 def _days(days: float) -> str:
@@ -104,8 +130,8 @@ def schedule_words(bundle: KeyBundle | None, lifetime_days: float, now: int) -> 
     if bundle is None:
         return []
     if lifetime_days > 0:
-        due = plan(bundle, now, round(lifetime_days * DAY_MS), 0).next_rotation_ms or now
-        when = "at the next check" if due <= now else time.strftime("%Y-%m-%d", time.localtime(due / 1000))
+        due = plan(bundle, now, lifetime_ms(lifetime_days), 0)
+        when = "at the next check" if due.rotate or due.next_rotation_ms is None else _day(due.next_rotation_ms)
         lines = [f"keys replaced every {_days(lifetime_days)} (next: {when})"]
     else:
         lines = ["keys replaced only when you rotate them (no schedule: key lifetime 0)"]
@@ -124,15 +150,18 @@ class KeySchedule:
         grace_hours: a retired pair is kept at least this long after its retirement.
 
     Raises:
-        ValueError: a negative or non-finite lifetime or grace.
+        ValueError: a lifetime not from 0 to :data:`MAX_LIFETIME_DAYS` days, or a grace negative
+            or not finite (NaN included).
     """
 
     def __init__(self, client: ChatClient, lifetime_days: float, grace_hours: float) -> None:
-        if not (0 <= lifetime_days < float("inf") and 0 <= grace_hours < float("inf")):
-            raise ValueError("the key lifetime and the grace must be finite and not negative")
+        if not (0 <= lifetime_days <= MAX_LIFETIME_DAYS and 0 <= grace_hours < float("inf")):
+            raise ValueError(
+                f"the key lifetime must be 0 to {MAX_LIFETIME_DAYS:g} days, the grace finite and not negative"
+            )
         self.c = client
         self.lifetime_days = lifetime_days
-        self.lifetime_ms = round(lifetime_days * DAY_MS)
+        self.lifetime_ms = lifetime_ms(lifetime_days)
         self.grace_ms = round(grace_hours * HOUR_MS)
         self._lock = asyncio.Lock()
         self._handle: asyncio.TimerHandle | None = None

@@ -126,7 +126,10 @@ class WrapKeyErased(E2EEError):
     code = ErrorCode.KEY_ERASED
 
     def __init__(self, wrap_kid: str, erased_ms: int) -> None:
-        day = time.strftime("%Y-%m-%d", time.gmtime(erased_ms / 1000))
+        try:
+            day = time.strftime("%Y-%m-%d", time.gmtime(erased_ms / 1000))
+        except (OverflowError, OSError, ValueError):  # a keystore time no calendar holds (a damaged file)
+            day = "an unknown day"
         super().__init__(
             f"sealed to your key {fingerprint(wrap_kid)[:4]}…, deleted on {day} for forward secrecy: "
             "it can no longer be opened",

@@ -223,11 +223,14 @@ def from_secret(username: str, secret: dict, *, legacy: bool = False) -> KeyBund
     """The bundle of the secret JSON ``secret`` of ``username``'s keystore. ``legacy``: the file
     needs saving again anyway (an older passphrase form).
 
-    A private pair that ``erased`` lists (a process that did not know of the erase wrote it back)
-    is dropped, and the bundle is marked ``upgrade`` so the file is saved without it.
+    A retired pair that ``erased`` lists with both its key ids (a process that did not know of the
+    erase wrote it back) is dropped, and an entry listed twice is kept once; the bundle is then
+    marked ``upgrade`` so the file is saved without them.
 
     Raises:
-        KeystoreError: a member is missing or malformed, or the current pair is listed as erased.
+        KeystoreError: a member is missing or malformed; the current or the pending pair is listed
+            as erased (neither is ever erased); an erased entry names one key id of a pair it holds
+            but not the other (which half is right is unknown: nothing is dropped).
     """
     try:
         identity = _unpair(username, secret)
@@ -249,20 +252,23 @@ def from_secret(username: str, secret: dict, *, legacy: bool = False) -> KeyBund
         if isinstance(exc, KeystoreError):
             raise
         raise KeystoreError("the keystore's contents are damaged") from None
-    gone = {k for e in erased for k in (e.public.wrap_kid, e.public.sign_kid)}
-    if {identity.wrap_kid, identity.sign_kid} & gone:
-        raise KeystoreError("the keystore is damaged: its current key is listed as erased")
-    kept = tuple(r for r in retired if not {r.wrap_kid, r.sign_kid} & gone)
-    if pending is not None and {pending.wrap_kid, pending.sign_kid} & gone:
-        pending = None
+    unique = tuple({e.public.wrap_kid: e for e in reversed(erased)}.values())[::-1]  # a repeated entry: once
+    pairs = {(e.public.wrap_kid, e.public.sign_kid) for e in unique}
+    gone = {k for pair in pairs for k in pair}
+    for held, what in ((identity, "current"), (pending, "pending")):
+        if held is not None and {held.wrap_kid, held.sign_kid} & gone:  # never erased: a published key lost
+            raise KeystoreError(f"the keystore is damaged: its {what} key is listed as erased")
+    if any({r.wrap_kid, r.sign_kid} & gone and (r.wrap_kid, r.sign_kid) not in pairs for r in retired):
+        raise KeystoreError("the keystore is damaged: an erased key's public half differs from the key pair it names")
+    kept = tuple(r for r in retired if (r.wrap_kid, r.sign_kid) not in pairs)
     return KeyBundle(
         identity,
         local_key,
         kept,
         trust_key,
         pending,
-        upgrade=legacy or not (local_key and trust_key) or len(kept) != len(retired),
+        upgrade=legacy or not (local_key and trust_key) or len(kept) != len(retired) or len(unique) != len(erased),
         created_ms=created,
         retired_ms=retired_at,
-        erased=erased,
+        erased=unique,
     )

@@ -30,7 +30,7 @@ def relay_error(resp: httpx2.Response) -> ClientError:
     ``code``, ``field``, ``detail`` and ``status`` (``client_error`` without a JSON error body)."""
     try:
         data = resp.json()
-    except ValueError:
+    except (ValueError, RecursionError):
         return ClientError(f"relay answered {resp.status_code} without JSON", status=resp.status_code)
     err = data.get("error", {}) if isinstance(data, dict) else {}
     err = err if isinstance(err, dict) else {}
@@ -79,7 +79,7 @@ class Rest:
             raise relay_error(resp)
         try:
             return resp.json()
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: JSON nested deeper than the parser goes
             raise ClientError(f"relay answered {resp.status_code} without JSON", status=resp.status_code) from None
 
     async def check_level(self) -> int:

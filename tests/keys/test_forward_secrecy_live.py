@@ -51,6 +51,17 @@ async def outstanding_is(client: ChatClient, kid: str, n: int, timeout: float = 
             await asyncio.sleep(0.02)
 
 
+async def retired_past_its_grace(world):
+    """bob (not connected, an injected clock) after one rotation, his first key past its grace."""
+    relay = world.relay()
+    clock = Clock()
+    bob = await world.client(relay, "bob", wall_clock=clock, connect=False)
+    old = bob.identity
+    await bob.rotate_keys()
+    clock.now += GRACE_MS
+    return relay, clock, bob, old
+
+
 def private_forms(identity) -> list[str]:
     """The base64url forms the keystore's secret JSON would hold ``identity``'s private keys in."""
     der = identity.wrap_private.private_bytes(
@@ -197,12 +208,7 @@ async def test_key_lifetime_zero_never_rotates_and_login_runs_the_schedule(world
 
 
 async def test_a_key_erased_by_another_session_is_never_written_back(world):
-    relay = world.relay()
-    clock = Clock()
-    first = await world.client(relay, "bob", wall_clock=clock, connect=False)
-    k1 = first.identity
-    await first.rotate_keys()
-    clock.now += GRACE_MS
+    relay, clock, first, k1 = await retired_past_its_grace(world)
     second = await world.client(relay, "bob", register=False, connect=False, wall_clock=clock)  # same profile
     assert second.retired == () and [e.public.wrap_kid for e in second._bundle.erased] == [k1.wrap_kid]
     assert [r.wrap_kid for r in first.retired] == [k1.wrap_kid]  # the first session has not seen it
