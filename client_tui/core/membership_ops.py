@@ -189,14 +189,31 @@ async def after_rotation(ms: Membership) -> int:
         return 0
 
 
+def _listing(conv: object) -> bool:
+    """``conv`` has the form of one entry of ``GET /v1/conversations`` (what :func:`refresh` reads)."""
+    return (
+        isinstance(conv, dict)
+        and isinstance(conv.get("id"), str)
+        and isinstance(conv.get("title"), str)
+        and isinstance(conv.get("members"), list)
+    )
+
+
 async def refresh(ms: Membership) -> dict[str, list[str]]:
     """Reload my conversations: the relay lists them with its head of each log; each log that
     moved is fetched and verified, and what this client shows and seals to is the verified head
     (the relay's member list is only a hint, used for nothing but a legacy conversation's name).
-    Returns ``{id: [members]}``."""
+    Returns ``{id: [members]}``.
+
+    Raises:
+        ClientError: the relay did not answer, or (``protocol``) its list is not of the documented
+            form (an entry without a string ``id`` and ``title`` and a ``members`` list)."""
     c = ms.client
     data = await c.rest.request("GET", "/v1/conversations")
-    listed = {conv["id"]: conv for conv in data["conversations"]}
+    convs = data.get("conversations") if isinstance(data, dict) else None
+    if not isinstance(convs, list) or not all(_listing(conv) for conv in convs):
+        raise ClientError("the relay's list of conversations is malformed", code=ErrorCode.PROTOCOL)
+    listed = {conv["id"]: conv for conv in convs}
     before = {cid: (list(c.members.get(cid, [])), c.titles.get(cid)) for cid in listed}
     for cid, conv in listed.items():
         ms.claimed[cid] = (conv.get("epoch"), conv.get("head"))

@@ -105,6 +105,20 @@ async def test_a_lying_count_erases_nothing(world, lie_name):
     assert [r.wrap_kid for r in bob.retired] == [old.wrap_kid] and bob.keystore_path.read_bytes() == before
 
 
+@pytest.mark.parametrize("answer", [{}, {"conversations": None}, {"conversations": [{"id": 5}]}, [1]])
+async def test_a_malformed_conversation_list_while_erasing_erases_nothing_and_raises_nothing(world, answer):
+    _, _, bob, old = await retired_past_its_grace(world)
+    await outstanding_is(bob, old.wrap_kid, 0)  # the relay says 0: the membership logs decide
+
+    def rewrite(method, path, body, served):
+        return answer if path == "/v1/conversations" else served
+
+    lie(bob, rewrite)
+    result = await bob.epochs.tick()  # before: KeyError/TypeError out of tick (and out of the login's tick)
+    assert result.erased == [] and result.kept == {old.wrap_kid: "the membership log of (not verified) still binds it"}
+    assert [r.wrap_kid for r in bob.retired] == [old.wrap_kid]
+
+
 class NestedAnswer(httpx2.AsyncBaseTransport):
     """The real relay answers everything but the outstanding route, which gets JSON nested deeper
     than any parser goes (a relay that wants the client's schedule, and its login, to crash)."""
