@@ -330,6 +330,8 @@ class ChatScreen(ChatActions, ChatDialogs, ChatFiles, ChatPanes, Screen):
                     severity="error",
                     timeout=15,
                 )
+            elif isinstance(ev, KeyChanged) and ev.followed:  # a signed rotation: its log line says so
+                remark = labels = True
             elif isinstance(ev, KeyChanged):
                 toast(
                     self.app,

@@ -69,15 +69,22 @@ def fail(exc: BaseException) -> int:
     return EXIT_FAILED
 
 
+LOOK_ONLY = ("keys", "audit", "search")
+"""Commands that only look: they never rotate or erase keys as a side effect (``keys rotate`` rotates
+because it is asked to)."""
+
+
 def client_for(args) -> ChatClient:
     lifetime = getattr(args, "key_lifetime", None)  # days (cli._prepare fills it from E2EE_KEY_LIFETIME_DAYS)
-    return ChatClient(
+    client = ChatClient(
         args.server,
         args.user,
         args.profile,
         cafile=args.cafile,
         key_lifetime_days=7.0 if lifetime is None else lifetime,
     )
+    client.epochs.enabled = getattr(args, "command", None) not in LOOK_ONLY
+    return client
 
 
 async def open_local(client: ChatClient, passphrase: str) -> None:

@@ -192,6 +192,9 @@ class Contacts:
                 log.warning("rollback: the relay served %s's keys %s…, older than ones already seen", name, new[0][:8])
                 await self.events.put(KeyChanged(name, contact.kids, new, False, rollback=True))
                 return contact.identity
+            if verdict.signed is True:  # a rotation the pinned key signed: followed (DESIGN §10)
+                self._follow(name, contact, ident)
+                return contact.identity
             contact.pending, contact.pending_signed_by_old = ident, verdict.signed
             contact.changes.append(
                 {
@@ -212,6 +215,27 @@ class Contacts:
             )
             await self.events.put(KeyChanged(name, contact.kids, new, verdict.signed))
         return self.contacts[name].identity
+
+    def _follow(self, name: str, contact: Contact, ident: PublicIdentity) -> None:
+        """``name`` rotated their keys and every link from the pinned keys to ``ident`` is signed
+        (:mod:`client_tui.core.chain`): the new keys are pinned at once and keep the verified mark
+        (the key the user pinned or verified vouched for them). Nothing blocks: with keys replaced
+        on a schedule (forward secrecy, every 7 days by default) a prompt per contact per week
+        would teach users to accept any change. A substitution (no signed chain) still waits."""
+        old = contact.kids
+        contact.previous.append(contact.identity)
+        contact.identity, contact.pending, contact.pending_signed_by_old = ident, None, None
+        at = now_ms()
+        contact.changes.append(
+            {"at": at, "old": list(old), "new": [ident.wrap_kid, ident.sign_kid], "signed_by_old": True,
+             "decision": "followed", "decided_at": at}
+        )  # fmt: skip
+        self._save_state()
+        log.info("%s rotated to %s… (signed by their pinned key): followed", name, ident.wrap_kid[:8])
+        self.events.put_nowait(KeyChanged(name, old, (ident.wrap_kid, ident.sign_kid), True, followed=True))
+        self.events.put_nowait(ContactChanged(name))
+        with contextlib.suppress(RuntimeError):  # no running loop: nothing queued to unblock
+            self._spawn(self._after_decision(name))
 
     # -- decisions ------------------------------------------------------------------------------------
     def shown_key(self, user: str) -> Shown | None:
@@ -361,6 +385,12 @@ class Contacts:
             return "verified" if contact.verified else "unverified"
         if contact.pending is not None and skid == contact.pending.sign_kid:
             return "warning"
+        if record.sender == self.username and skid in {k.sign_kid for k in self.my_public_keys()}:
+            return "verified"  # one of my own keys, current or replaced by my own rotation
+        until = contact.retired_after.get(skid, -1)
+        if until is not None and until >= 0 and record.seq is not None and record.seq <= until:
+            # signed before a rotation the chain verifies replaced it: as trusted as the key now pinned
+            return "verified" if contact.verified else "unverified"
         return "previous"
 
     def pinned_sign_key(self, user: str, skid: str, seq: int | None):

@@ -166,6 +166,9 @@ class KeySchedule:
         self._lock = asyncio.Lock()
         self._handle: asyncio.TimerHandle | None = None
         self._running = False
+        self.enabled = True
+        """False for a command that only looks (``keys show``, ``audit``, ``search``): it never
+        rotates nor erases as a side effect; the app, ``send`` and ``tail`` run the schedule."""
 
     # -- the decisions --------------------------------------------------------------------------
     def plan(self) -> Plan | None:
@@ -302,13 +305,18 @@ class KeySchedule:
 
     # -- the loop timer -------------------------------------------------------------------------
     async def after_login(self) -> TickResult:
-        """One tick now, then one every hour while the client is open (:meth:`start`)."""
+        """One tick now, then one every hour while the client is open (:meth:`start`); nothing
+        when the schedule is not :attr:`enabled`."""
+        if not self.enabled:
+            return TickResult()
         result = await self.tick()
         self.start()
         return result
 
     def start(self) -> None:
-        """Arm the hourly loop timer (again)."""
+        """Arm the hourly loop timer (again), if the schedule is :attr:`enabled`."""
+        if not self.enabled:
+            return
         self._running = True
         if self._handle is not None:
             self._handle.cancel()

@@ -159,6 +159,7 @@ class KeyChanged:
     ``signed_by_old``: a rotation chain signed by the pinned key leads to the new keys (True), not
     (False: a substitution is possible), or the relay gave no evidence (None). ``rollback``: the
     relay served keys older than ones already seen (nothing was pinned; the pending change stays).
+    ``followed``: a rotation the pinned key signed, pinned at once (nothing waits, nothing to review).
     """
 
     user: str
@@ -166,6 +167,7 @@ class KeyChanged:
     new_kids: tuple[str, str]
     signed_by_old: bool | None = None
     rollback: bool = False
+    followed: bool = False
 
 
 @dataclass(frozen=True)

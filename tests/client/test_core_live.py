@@ -16,7 +16,6 @@ from client_tui.core import (
     ChatClient,
     ConnectionState,
     ConversationsChanged,
-    KeyChangeBlocked,
     KeyChanged,
     MessageReceived,
     RecordChanged,
@@ -156,12 +155,19 @@ async def test_a_refused_token_is_replaced_by_one_refresh_without_a_login(make_c
     await alice.close()
 
 
-async def test_real_rotation_warns_blocks_and_old_sealed_messages_still_open(make_client):
+async def test_a_signed_rotation_is_followed_verified_and_unblocked_and_old_sealed_messages_still_open(make_client):
+    """bob's rotation is signed by the key alice verified: she follows it at once, bob stays
+    verified, nothing is blocked, and bob's earlier messages keep their mark (a scheduled rotation
+    every week must not ask anyone anything). A change without a signed chain still waits
+    (tests/security/test_hostile_relay.py)."""
     alice, bob = await make_client("alice"), await make_client("bob")
     conv = await alice.create_conversation("pair", ["bob"])
     await alice.connect()
     await bob.connect()
     await bob.wait_synced()
+    await bob.send_text(conv, "from bob's first key")
+    first = await wait_event(alice, MessageReceived)
+    alice.verify_contact("bob", alice.shown_key("bob").kids)
     await alice.send_text(conv, "to bob's first key")
     assert await received_texts(bob, 1) == ["to bob's first key"]
     # sealed to bob's first key, sent only after the rotation
@@ -176,11 +182,16 @@ async def test_real_rotation_warns_blocks_and_old_sealed_messages_still_open(mak
     )
     await bob.rotate_keys()
     change = await wait_event(alice, KeyChanged)
-    assert change.user == "bob" and change.signed_by_old is True
-    with pytest.raises(KeyChangeBlocked):
-        await alice.send_text(conv, "blocked")
-    alice.accept_key("bob")
-    assert alice.contacts["bob"].verified is False
+    assert (change.user, change.signed_by_old, change.followed) == ("bob", True, True)
+    contact = alice.contacts["bob"]
+    assert (contact.kids, contact.pending, contact.verified) == (
+        (bob.identity.wrap_kid, bob.identity.sign_kid),
+        None,
+        True,
+    )
+    assert contact.changes[-1]["decision"] == "followed"
+    (shown,) = [r for r in await alice.history.by_mid(first.mid, conv) if r.sender == "bob"]
+    assert alice.mark(shown) == "verified"  # signed by the key the verified chain replaced, before it
     await alice.send_text(conv, "to bob's new key")
     assert await received_texts(bob, 1) == ["to bob's new key"]
     # the relay refuses the stale envelope (not the members' current keys); deliver it to bob by hand

@@ -52,8 +52,13 @@ async def test_an_old_signing_keys_new_message_is_never_shown_as_verified(world)
     old = bob.identity
     await bob.rotate_keys()
     await barrier(alice)  # the key_changed event: alice checked the chain before reading on
-    contact = alice.contacts["bob"]
-    assert contact.pending_signed_by_old is True and contact.retired_after == {old.sign_kid: before}
+    contact = alice.contacts["bob"]  # followed: bob's verified key signed the rotation
+    assert (contact.kids, contact.pending, contact.verified) == (
+        (bob.identity.wrap_kid, bob.identity.sign_kid),
+        None,
+        True,
+    )
+    assert contact.retired_after == {old.sign_kid: before}
     # the old key, stolen: a message sealed to the current members' keys and signed by it, after the rotation
     head = bob.membership.head(conv)  # bob's update statement: the log binds his new keys
     stolen = envelope.seal(
@@ -72,14 +77,14 @@ async def test_an_old_signing_keys_new_message_is_never_shown_as_verified(world)
         e.text for e in world.rec(alice).of(type(world.rec(alice).events[0])) if hasattr(e, "text")
     ]
     assert "replaced" in reason_words("retired_sender_key")
-    assert alice.mark(recs[before]) == "previous"  # the earlier message: "signed by a previous key", not ✔
+    # the earlier message was signed before the verified replacement: as trusted as the key now pinned
+    assert alice.mark(recs[before]) == "verified"
     new = (await bob.send_text(conv, "from my new key")).seq
     await barrier(alice)
     recs = await records(alice, conv)
-    assert recs[new].text == "from my new key" and alice.mark(recs[new]) == "warning"  # pending, not accepted
-    alice.accept_key("bob", shown=alice.shown_key("bob").kids)
-    assert [alice.mark(recs[s]) for s in (before, new)] == ["previous", "unverified"]
-    assert not [s for s, r in (await records(alice, conv)).items() if alice.mark(r) == "verified"]
+    assert recs[new].text == "from my new key" and alice.mark(recs[new]) == "verified"
+    assert sorted(s for s, r in recs.items() if alice.mark(r) == "verified") == [before, new]
+    assert alice.mark(recs[after]) == "unreadable"  # the stolen key's message: never ✔
 
 
 async def test_a_served_retired_key_is_refused_as_a_rollback(world):

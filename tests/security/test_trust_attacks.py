@@ -131,9 +131,8 @@ async def test_nothing_is_sealed_to_keys_a_contact_replaced(make_client):
     gate = refuse(bob, "update")  # the relay refuses (or loses) bob's update: the log still binds his old keys
     new = await bob.rotate_keys(bits=TEST_BITS)
     assert alice.membership.head(conv).member("bob").wrap_kid == old.wrap_kid
-    await alice.fetch_keys("bob")
-    assert alice.contacts["bob"].pending_signed_by_old is True
-    alice.accept_key("bob", (new.wrap_kid, new.sign_kid))
+    await alice.fetch_keys("bob")  # a rotation bob's pinned key signed: followed at once
+    assert (alice.contacts["bob"].kids, alice.contacts["bob"].pending) == ((new.wrap_kid, new.sign_kid), None)
     with pytest.raises(E2EEError) as err:  # before: sealed to bob's old wrap key
         await alice.recipients_for(conv)
     assert (err.value.code, err.value.field) == ("member_key_replaced", "bob")
