@@ -30,6 +30,7 @@ from shared.errors import (
     QuotaExceeded,
 )
 from tests.helpers.clients import wait_event
+from tests.helpers.relays import drop_rotation_signatures
 from tests.helpers.wiretap import files, search
 
 MiB = 1024 * 1024
@@ -198,6 +199,7 @@ async def test_only_members_fetch_and_limits_are_typed_refusals(tmp_path, make_c
 async def test_a_file_whose_message_cannot_be_sealed_is_deleted_from_the_relay(relay, pair, tmp_path):
     alice, bob, cid = pair
     await alice.connect()  # online, she is told of bob's key change (KeyChanged) ...
+    drop_rotation_signatures(relay)  # (without a signed chain: a signed rotation is followed at once)
     await bob.rotate_keys()
     await wait_event(alice, KeyChanged)  # ... and must review his new key before she seals anything to him
     canary_file(tmp_path / "plan.txt", 200 * 1024)

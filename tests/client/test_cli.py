@@ -7,6 +7,7 @@ import json
 from client_tui import cli
 from tests.helpers.cli import run
 from tests.helpers.config import PASSWORD
+from tests.helpers.relays import db_count, drop_rotation_signatures
 
 
 def test_send_then_tail_prints_the_decrypted_text(profiles, monkeypatch, capsys):
@@ -30,15 +31,17 @@ def test_send_then_tail_prints_the_decrypted_text(profiles, monkeypatch, capsys)
     assert "\x1b" not in out
 
 
-def test_a_key_change_blocks_send_until_accepted(profiles, monkeypatch, capsys):
+def test_a_key_change_blocks_send_until_accepted(profiles, relay, monkeypatch, capsys):
     assert run(monkeypatch, capsys, "alice", "send", "--to", "bob", "--text", "one")[0] == 0
+    drop_rotation_signatures(relay)  # a change without a signed chain (a signed rotation is followed)
     code, out, _ = run(monkeypatch, capsys, "bob", "keys", "rotate")
     assert code == 0 and "new keys published" in out
     code, _, err = run(monkeypatch, capsys, "alice", "send", "--to", "bob", "--text", "two")
     assert code == cli.EXIT_BLOCKED and "key_change_blocked" in err and "keys show bob" in err
     code, out, _ = run(monkeypatch, capsys, "alice", "keys", "show", "bob")
-    assert code == cli.EXIT_BLOCKED and "CHANGED (signed by the old key)" in out and "new wrap" in out
-    code, out, _ = run(monkeypatch, capsys, "alice", "keys", "accept", "bob")
+    assert code == cli.EXIT_BLOCKED and "CHANGED (NOT signed by the pinned key)" in out and "new wrap" in out
+    shown = out.split("new key ids: ")[1].split()[0]  # unsigned: accepted only as named
+    code, out, _ = run(monkeypatch, capsys, "alice", "keys", "accept", "bob", "--compare", shown)
     assert code == 0 and "not verified" in out
     assert run(monkeypatch, capsys, "alice", "send", "--to", "bob", "--text", "two")[0] == 0
     code, out, _ = run(monkeypatch, capsys, "bob", "tail", "--json")
@@ -72,3 +75,22 @@ def test_the_interactive_usage_still_parses():
     assert (args.command, args.user, args.register, args.with_) == (None, "alice", True, ["bob", "carol"])
     args = cli.build_parser().parse_args(["--user", "alice", "send", "--to", "bob", "--text", "x"])
     assert (args.command, args.user, args.to) == ("send", "alice", ["bob"])
+
+
+def test_commands_that_only_look_never_rotate_keys_but_send_does(profiles, relay, monkeypatch, capsys):
+    """With keys overdue, ``keys show``, ``audit`` and ``search`` rotated them as a side effect of
+    looking (a new key pair, a log entry, an update in every conversation), behind the user's back
+    (newcomer trial F3). They only look now; ``send`` runs the schedule."""
+
+    def published() -> int:
+        return db_count(relay, "SELECT count(*) FROM user_keys JOIN users ON users.id = user_keys.user_id "
+                        "WHERE users.username = 'bob'")  # fmt: skip
+
+    monkeypatch.setenv("E2EE_KEY_LIFETIME_DAYS", "0.000001")  # 86 ms: overdue at once
+    assert published() == 1
+    for argv in (("keys", "show"), ("audit",), ("search", "x")):
+        code, _, err = run(monkeypatch, capsys, "bob", *argv)
+        assert code in (0, 1) and "Traceback" not in err, (argv, err)
+        assert published() == 1, argv
+    assert run(monkeypatch, capsys, "bob", "send", "--to", "alice", "--text", "hi")[0] == 0
+    assert published() == 2  # the schedule ran: bob's keys were older than their lifetime

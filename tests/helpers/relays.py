@@ -83,3 +83,18 @@ def relay_pids(under: Path) -> list[int]:
         if data_dir == under or under in data_dir.parents:
             found.append(int(proc.name))
     return found
+
+
+def drop_rotation_signatures(relay) -> None:
+    """Make ``relay`` (a SQLite one) a relay that drops the signature of every key rotation stored
+    from now on (a trigger on ``user_keys``): a rotation then reaches the other clients as a key
+    change without a signed chain, which waits for their decision (the signed one is followed)."""
+    db = sqlite3.connect(relay.data_dir / "relay.db")
+    try:
+        db.execute(
+            "CREATE TRIGGER IF NOT EXISTS drop_rotation_sig AFTER INSERT ON user_keys "
+            "BEGIN UPDATE user_keys SET rotation_sig = NULL WHERE id = NEW.id; END"
+        )
+        db.commit()
+    finally:
+        db.close()
