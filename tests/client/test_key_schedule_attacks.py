@@ -152,7 +152,12 @@ def test_keys_show_with_a_current_key_dated_out_of_any_calendar(relay, profiles,
     bundle = keystore.load_bundle(path, passphrase("alice"))
     first = bundle.identity.wrap_kid
     keystore.save_bundle(path, dataclasses.replace(bundle, created_ms={first: 10**30}), passphrase("alice"), FAST_KDF)
+    code, out, err = run(monkeypatch, capsys, "alice", "keys", "show")  # only looks: no rotation
+    assert code == 0, err
+    assert "keys replaced every 7 days (next: at the next check)" in out
+    assert keystore.load_bundle(path, passphrase("alice")).identity.wrap_kid == first
+    assert run(monkeypatch, capsys, "alice", "send", "--to", "bob", "--text", "hi")[0] == 0  # runs the schedule
+    assert keystore.load_bundle(path, passphrase("alice")).identity.wrap_kid != first  # rotated at the login, once
     code, out, err = run(monkeypatch, capsys, "alice", "keys", "show")
     assert code == 0, err
     assert "keys replaced every 7 days (next: 20" in out and "1 earlier key kept" in out
-    assert keystore.load_bundle(path, passphrase("alice")).identity.wrap_kid != first  # rotated at the login, once
