@@ -86,9 +86,22 @@ def mid_argv(argv: list[str]) -> list[str]:
     return out
 
 
+def _conversation_id(value: str) -> str:
+    """``--conversation``: a conversation id (:func:`shared.membership.check_conversation_id`)."""
+    from shared.errors import InvalidRequest
+    from shared.membership import check_conversation_id
+
+    try:
+        return check_conversation_id(value)
+    except InvalidRequest as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
+
+
 def _which(p: argparse.ArgumentParser) -> None:
     """``--conversation``/``--from``: which message a MID means when it names several here."""
-    p.add_argument("--conversation", help="the message's conversation (when its id names several here)")
+    p.add_argument(
+        "--conversation", type=_conversation_id, help="the message's conversation (when its id names several here)"
+    )
     p.add_argument("--from", dest="sender", help="the message's author (when its id names several here)")
 
 
@@ -111,7 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="start a conversation with these users (comma-separated)",
     )
     p.add_argument("--title", help="title of the new conversation")
-    p.add_argument("--conversation", help="open this conversation id")
+    p.add_argument("--conversation", type=_conversation_id, help="open this conversation id")
     sub = p.add_subparsers(
         dest="command", metavar="{register,send,edit,delete,react,expire,get-attachment,tail,search,keys,audit}"
     )
@@ -133,7 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=lambda v: [u for u in v.split(",") if u],
         help="recipients (comma-separated); their newest shared conversation, or a new one",
     )
-    target.add_argument("--conversation", dest="conversation", help="conversation id")
+    target.add_argument("--conversation", dest="conversation", type=_conversation_id, help="conversation id")
     s.add_argument("--text", help="the message ('-' reads standard input); with --attach, its caption")
     s.add_argument("--attach", metavar="PATH", help="send this file (sealed here, stored by the relay as ciphertext)")
     s.add_argument(
@@ -166,7 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument(
         "--to", type=lambda v: [u for u in v.split(",") if u], help="members (comma-separated): their conversation"
     )
-    where.add_argument("--conversation", dest="conversation", help="conversation id")
+    where.add_argument("--conversation", dest="conversation", type=_conversation_id, help="conversation id")
     ex.add_argument("seconds", type=int, help="messages written after it disappear this many seconds after sending")
 
     g = add("get-attachment", "save the file of an attachment message stored here (verified; mode 0600)")
@@ -181,14 +194,14 @@ def build_parser() -> argparse.ArgumentParser:
     _which(g)
 
     t = add("tail", "print the latest messages, then new ones (offline: the stored ones)")
-    t.add_argument("--conversation", help="only this conversation")
+    t.add_argument("--conversation", type=_conversation_id, help="only this conversation")
     t.add_argument("-n", "--lines", type=int, default=10, help="stored messages to print first (default 10)")
     t.add_argument("-f", "--follow", action="store_true", help="keep running and print messages as they arrive")
     t.add_argument("--json", action="store_true", help="one JSON object per line")
 
     q = add("search", "search your decrypted history on this machine (no relay needed)")
     q.add_argument("text", help='words (all must occur) or "a phrase"; case does not matter')
-    q.add_argument("--conversation", help="only this conversation")
+    q.add_argument("--conversation", type=_conversation_id, help="only this conversation")
     q.add_argument("-n", "--limit", type=int, default=50, help="most results, newest first (default 50)")
     q.add_argument("--json", action="store_true", help="one JSON object per line")
 

@@ -12,7 +12,11 @@ from typing import Annotated
 import msgspec
 
 from .errors import FrameInvalid
+from .membership import CID_PATTERN
 from .strictjson import MAX_SAFE_INTEGER
+
+ConversationId = Annotated[str, msgspec.Meta(pattern=f"^{CID_PATTERN}\\Z")]
+"""A conversation id as :data:`shared.membership.CID_PATTERN` says (it goes into URL paths)."""
 
 __all__ = [
     "Auth",
@@ -55,7 +59,7 @@ class Send(msgspec.Struct, tag="send", forbid_unknown_fields=True):
     object (level 4), an L3 compact JWE as a JSON string (level 3), or a plain envelope object
     ``{"mid", "cid", "snd", "ts", "text"}`` (levels 1 and 2; see ``shared.plain``)."""
 
-    conversation: str
+    conversation: ConversationId
     envelope: msgspec.Raw
 
 
@@ -113,7 +117,7 @@ class Stored(msgspec.Struct, tag="stored"):
 
     mid: str
     seq: Seq
-    conversation: str
+    conversation: ConversationId
     duplicate: bool = False
 
 
@@ -121,7 +125,7 @@ class Message(msgspec.Struct, tag="msg"):
     """A stored envelope delivered to a member (live fan-out or sync)."""
 
     seq: Seq
-    conversation: str
+    conversation: ConversationId
     sender: str
     envelope: msgspec.Raw
 
@@ -153,7 +157,7 @@ class Event(msgspec.Struct, tag="event"):
 
     kind: str
     user: str | None = None
-    conversation: str | None = None
+    conversation: ConversationId | None = None
 
 
 class Error(msgspec.Struct, tag="error"):

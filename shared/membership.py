@@ -35,7 +35,7 @@ import msgspec
 
 from . import digests
 from .b64 import b64u_decode, b64u_encode
-from .errors import E2EEError, StatementMalformed
+from .errors import E2EEError, InvalidRequest, StatementMalformed
 from .keys import Identity, PublicIdentity
 from .strictjson import MAX_SAFE_INTEGER
 
@@ -49,7 +49,9 @@ __all__ = [
     "Statement",
     "TYP",
     "VERSION",
+    "CID_PATTERN",
     "change",
+    "check_conversation_id",
     "create",
     "member_of",
     "parse",
@@ -66,7 +68,10 @@ MAX_TITLE_CHARS = 200
 MAX_STATEMENT_BYTES = 64 * 1024
 """Largest signed form, in bytes (256 members with their key ids take about 45 KiB)."""
 
-_CID_RE = re.compile(r"[A-Za-z0-9._-]{1,64}")
+CID_PATTERN = r"(?!\.\.?\Z)[A-Za-z0-9._-]{1,64}"
+"""A conversation id: 1-64 of ASCII letters, digits, ``.``, ``_``, ``-``, but not ``.`` or ``..``
+(it goes into URL paths, where those two are path steps)."""
+_CID_RE = re.compile(CID_PATTERN)
 _USER_RE = re.compile(r"[a-z0-9][a-z0-9_.-]{2,31}")
 _KID_RE = re.compile(r"[A-Za-z0-9_-]{42}[AEIMQUYcgkosw048]")
 _CONTROL_RE = re.compile("[\x00-\x1f\x7f-\x9f]")
@@ -371,4 +376,19 @@ def change(
         admins=new_admins,
         prev=prev.hash,
         ts=ts,
+    )
+
+
+def check_conversation_id(cid: object) -> str:
+    """``cid`` if it is a conversation id (:data:`CID_PATTERN`: 1-64 ASCII letters, digits, ``.``,
+    ``_``, ``-``), whoever gave it (the user, a relay's answer) — it goes into URL paths.
+
+    Raises:
+        InvalidRequest (``field`` ``conversation``): anything else (shown cut and escaped, never as is).
+    """
+    if isinstance(cid, str) and _CID_RE.fullmatch(cid):
+        return cid
+    shown = repr(cid)[:40]
+    raise InvalidRequest(
+        f"{shown} is not a conversation id (1-64 letters, digits, '.', '_', '-')", field="conversation"
     )

@@ -134,7 +134,9 @@ class Membership(EnvelopeCheck):
             chain = self.chains.setdefault(cid, Chain(cid))
             after = chain.head.ep if chain.head is not None else -1
             doc = await self.client.rest.request(
-                "GET", f"/v1/conversations/{cid}/log" + (f"?after={after}" if after >= 0 else "")
+                "GET",
+                f"/v1/conversations/{membership.check_conversation_id(cid)}/log"
+                + (f"?after={after}" if after >= 0 else ""),
             )
             claimed = self.claimed[cid] = (doc.get("epoch"), doc.get("head"))
             before = chain.head

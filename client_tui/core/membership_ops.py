@@ -41,7 +41,8 @@ async def _post(ms: Membership, cid: str, build: Callable[[Statement], Statement
         if st is None:
             return None
         try:
-            await ms.client.rest.request("POST", f"/v1/conversations/{cid}/log", {"statement": st.signed})
+            path = f"/v1/conversations/{membership.check_conversation_id(cid)}/log"
+            await ms.client.rest.request("POST", path, {"statement": st.signed})
         except ClientError as exc:
             if exc.code == ErrorCode.MEMBERSHIP_CONFLICT and attempt < POST_ATTEMPTS - 1:
                 continue

@@ -75,6 +75,8 @@ class Rest:
             resp = await self.http.request(method, path, json=body, auth=self.session if auth else None)
         except httpx2.HTTPError as exc:
             raise self.unreachable(exc) from None
+        except httpx2.InvalidURL as exc:  # a path built from a value nobody checked: a typed error, not a crash
+            raise ClientError(f"not a request this client can make: {exc}", code=ErrorCode.INVALID_REQUEST) from None
         if resp.status_code >= 400:
             raise relay_error(resp)
         try:
