@@ -38,22 +38,17 @@ async def _statement(request: Request, cid: str | None) -> Response:
     claims = _claims(request)
     st = _state(request)
     body = await _body(request, StatementBody)
-    op = shared_membership.parse(body.statement).op  # the form only: StatementMalformed before any lookup
+    statement = shared_membership.parse(body.statement)  # the form only: StatementMalformed before any lookup
     # an update (a rotation's new keys moved into each conversation: one per conversation, checked
-    # below to be the actor's current keys) has a budget of its own, so that a rotation by a user in
-    # many conversations is not cut off by the member-change limit
-    limit = (
-        st.limits.conversations
-        if cid is None
-        else st.limits.key_updates
-        if op == "update"
-        else st.limits.member_changes
-    )
+    # to be the actor's current keys) has a budget of its own, so that a rotation by a user in many
+    # conversations is not cut off by the member-change limit
+    if cid is None:
+        limit = st.limits.conversations
+    else:
+        limit = st.limits.key_updates if statement.op == "update" else st.limits.member_changes
     limit.check(claims.sub)
     async with st.sessions() as session:
-        checked = await membership.check(
-            session, body.statement, claims.sub, cid=cid, max_members=st.settings.max_members
-        )
+        checked = await membership.check(session, statement, claims.sub, cid=cid, max_members=st.settings.max_members)
     s = checked.statement
     if not checked.duplicate:
         before, after = await st.writer.run(membership.append(checked))

@@ -114,17 +114,17 @@ async def _stored(session: AsyncSession, cid: str, ep: int) -> Statement | None:
     return membership.parse(signed) if signed is not None else None
 
 
-async def check(session: AsyncSession, signed: str, subject: str, *, cid: str | None, max_members: int) -> Checked:
+async def check(session: AsyncSession, st: Statement, subject: str, *, cid: str | None, max_members: int) -> Checked:
     """Verify a statement posted by ``subject`` against the stored log (read-only).
 
     Args:
-        signed: the statement's signed form.
+        st: the statement, its form already checked (``shared.membership.parse``).
         subject: the authenticated user (the statement's actor must be them).
         cid: the conversation of the route (None: a creation).
         max_members: the relay's limit on members.
 
     Raises:
-        StatementMalformed; ConversationMismatch; Forbidden (actor is not the caller); Conflict
+        ConversationMismatch; Forbidden (actor is not the caller); Conflict
         (a creation for an existing id); NotFound (no such conversation or user); LegacyConversation;
         MembershipConflict (that epoch is taken: fetch the log); the chain errors of
         ``membership_chain.verify_next`` (EpochSkipped, ChainBroken, ActorNotMember,
@@ -133,7 +133,6 @@ async def check(session: AsyncSession, signed: str, subject: str, *, cid: str | 
         id its member never published, an update to other keys than the actor's current ones,
         too many or too few members).
     """
-    st = membership.parse(signed)
     if cid is not None and st.cid != cid:
         raise ConversationMismatch("the statement names another conversation than the route", field="cid")
     if cid is None and st.op != "create":

@@ -25,28 +25,14 @@ from shared.keys import Identity, fingerprint
 from tests.helpers.cli import run
 from tests.helpers.clients import wait_until
 from tests.helpers.config import FAST_KDF, TEST_BITS
+from tests.helpers.keyschedule import T0, rotated
 from tests.helpers.tui import chat_shown, rendered_text, screen_ready
-
-T0 = 1_764_633_600_000  # 2025-12-02 00:00 UTC, ms
 
 
 @pytest.fixture(scope="module")
 def spare() -> Identity:
     """A second key pair of bob's (his next one)."""
     return Identity.generate("bob", TEST_BITS)
-
-
-def _rotated(identities, spare: Identity) -> KeyBundle:
-    """bob's bundle after one rotation at T0 + 1 day: ``spare`` current, his first pair retired."""
-    old = identities["bob"]
-    return KeyBundle(
-        spare,
-        b"L" * 32,
-        (old,),
-        b"T" * 32,
-        created_ms={spare.wrap_kid: T0 + DAY_MS, old.wrap_kid: T0},
-        retired_ms={old.wrap_kid: T0 + DAY_MS},
-    )
 
 
 def _secret(path, passphrase: str) -> dict:
@@ -56,7 +42,7 @@ def _secret(path, passphrase: str) -> dict:
 
 def test_times_and_erased_public_halves_survive_a_save(tmp_path, identities, spare):
     path = tmp_path / "keystore.json"
-    erased = _rotated(identities, spare).erase(identities["bob"].wrap_kid, T0 + 4 * DAY_MS)
+    erased = rotated(identities, spare).erase(identities["bob"].wrap_kid, T0 + 4 * DAY_MS)
     keystore.save_bundle(path, erased, "pp", FAST_KDF)
     back = keystore.load_bundle(path, "pp")
     assert back.retired == () and back.upgrade is False
@@ -72,7 +58,7 @@ def test_times_and_erased_public_halves_survive_a_save(tmp_path, identities, spa
 
 def test_a_retired_pair_keeps_its_times(tmp_path, identities, spare):
     path = tmp_path / "keystore.json"
-    keystore.save_bundle(path, _rotated(identities, spare), "pp", FAST_KDF)
+    keystore.save_bundle(path, rotated(identities, spare), "pp", FAST_KDF)
     back = keystore.load_bundle(path, "pp")
     old = identities["bob"].wrap_kid
     assert [r.wrap_kid for r in back.retired] == [old]
@@ -99,7 +85,7 @@ def test_an_older_keystore_dates_its_keys_from_the_open_and_asks_to_be_saved_aga
 
 def test_the_private_half_of_an_erased_key_is_never_saved(tmp_path, identities, spare):
     path = tmp_path / "keystore.json"
-    bundle = _rotated(identities, spare)
+    bundle = rotated(identities, spare)
     keystore.save_bundle(path, bundle, "pp", FAST_KDF)
     before = path.read_bytes()
     erased = bundle.erase(identities["bob"].wrap_kid, T0 + 3 * DAY_MS)
@@ -110,7 +96,7 @@ def test_the_private_half_of_an_erased_key_is_never_saved(tmp_path, identities, 
 
 
 def test_a_private_half_listed_as_erased_is_dropped_on_open(identities, spare):
-    bundle = _rotated(identities, spare)
+    bundle = rotated(identities, spare)
     erased = bundle.erase(identities["bob"].wrap_kid, T0 + 3 * DAY_MS)
     secret = to_secret(erased)
     secret["retired"] = to_secret(bundle)["retired"]  # a process that did not know of the erase wrote it back
@@ -119,7 +105,7 @@ def test_a_private_half_listed_as_erased_is_dropped_on_open(identities, spare):
 
 
 def test_only_a_retired_pair_can_be_erased(identities, spare):
-    bundle = _rotated(identities, spare)
+    bundle = rotated(identities, spare)
     with pytest.raises(keystore.KeystoreError):
         bundle.erase(spare.wrap_kid, T0)
     secret = to_secret(bundle.erase(identities["bob"].wrap_kid, T0))
@@ -138,7 +124,7 @@ def test_a_new_keystore_records_when_its_keys_were_made(tmp_path, identities):
 
 # -- the schedule's decisions (an injected clock) -----------------------------------------------
 def test_a_rotation_is_due_once_the_lifetime_passed_and_not_before(identities, spare):
-    bundle = _rotated(identities, spare)  # current made at T0 + 1 day
+    bundle = rotated(identities, spare)  # current made at T0 + 1 day
     week = 7 * DAY_MS
     assert plan(bundle, T0 + DAY_MS + week - 1, week, 48 * HOUR_MS).rotate is False
     due = plan(bundle, T0 + DAY_MS + week, week, 48 * HOUR_MS)
@@ -148,7 +134,7 @@ def test_a_rotation_is_due_once_the_lifetime_passed_and_not_before(identities, s
 
 
 def test_a_retired_pair_is_due_for_the_relays_count_only_after_the_grace(identities, spare):
-    bundle = _rotated(identities, spare)  # retired at T0 + 1 day
+    bundle = rotated(identities, spare)  # retired at T0 + 1 day
     grace = 48 * HOUR_MS
     assert plan(bundle, T0 + DAY_MS + grace - 1, 7 * DAY_MS, grace).due == ()
     assert plan(bundle, T0 + DAY_MS + grace, 7 * DAY_MS, grace).due == (identities["bob"].wrap_kid,)
@@ -160,13 +146,13 @@ def test_due_pairs_come_oldest_first(identities, spare):
     older, old = identities["carol"], identities["bob"]
     older = Identity("bob", older.wrap_private, older.sign_private)
     bundle = dataclasses.replace(
-        _rotated(identities, spare), retired=(old, older), retired_ms={old.wrap_kid: T0 + DAY_MS, older.wrap_kid: T0}
+        rotated(identities, spare), retired=(old, older), retired_ms={old.wrap_kid: T0 + DAY_MS, older.wrap_kid: T0}
     )
     assert plan(bundle, T0 + 10 * DAY_MS, 7 * DAY_MS, HOUR_MS).due == (older.wrap_kid, old.wrap_kid)
 
 
 def test_the_schedule_in_words(identities, spare):
-    bundle = _rotated(identities, spare)
+    bundle = rotated(identities, spare)
     words = schedule_words(bundle, 7, T0 + 2 * DAY_MS)
     next_day = time.strftime("%Y-%m-%d", time.localtime((T0 + 8 * DAY_MS) / 1000))
     assert words == [

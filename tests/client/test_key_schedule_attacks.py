@@ -1,4 +1,4 @@
-"""Attacks on the key schedule's local half (issue 18, /work/notes/attacker-fs.md): a keystore whose
+"""Attacks on the key schedule's local half (issue 18): a keystore whose
 secret JSON was damaged or edited by hand (times far in the future, erased entries repeated or not
 matching the pair they name), key lifetimes at their edges, an envelope sealed to an erased key whose
 erase time no calendar holds. Each must end in a typed KeystoreError or a safe repair, never a crash,
@@ -15,11 +15,10 @@ from client_tui.core import ChatClient, keystore
 from client_tui.core.epochs import DAY_MS, HOUR_MS, MAX_LIFETIME_DAYS, KeySchedule, plan, schedule_words
 from client_tui.core.keybundle import KeyBundle, from_secret, to_secret
 from shared.keys import Identity
-from tests.client.test_key_schedule import _rotated as rotated
 from tests.helpers.cli import run
 from tests.helpers.config import FAST_KDF, TEST_BITS, passphrase
+from tests.helpers.keyschedule import T0, rotated
 
-T0 = 1_764_633_600_000  # 2025-12-02 00:00 UTC, ms
 WEEK, GRACE = 7 * DAY_MS, 48 * HOUR_MS
 
 

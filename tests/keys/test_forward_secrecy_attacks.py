@@ -1,4 +1,4 @@
-"""Attacks on epoch forward secrecy against a real relay (/work/notes/attacker-fs.md): the wall clock
+"""Attacks on epoch forward secrecy against a real relay: the wall clock
 jumping a century ahead and back, a relay lying on ``GET /v1/keys/outstanding`` (counts for other key
 ids, negative, bool, float, missing, another user's, nested past any parser, huge), and an erase whose
 keystore save fails (a folder that cannot be written). Nothing sealed to a key may be lost, no
@@ -12,10 +12,9 @@ import pytest
 from client_tui.core.epochs import DAY_MS, HOUR_MS
 from tests.helpers.config import PASSWORD, passphrase
 from tests.helpers.fsfault import unwritable
+from tests.helpers.keyschedule import Clock, outstanding_is, retired_past_its_grace
 from tests.helpers.lying import lie
-from tests.keys.test_forward_secrecy_live import Clock, outstanding_is, retired_past_its_grace
 
-GRACE_MS = 48 * HOUR_MS
 CENTURY_MS = 100 * 365 * DAY_MS
 OUTSTANDING = "/v1/keys/outstanding"
 

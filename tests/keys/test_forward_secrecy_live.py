@@ -14,24 +14,13 @@ from cryptography.hazmat.primitives import serialization
 
 from client_tui.core import ChatClient, TransparencyAlert, keystore
 from client_tui.core.account import monitor_own_keys
-from client_tui.core.epochs import DAY_MS, HOUR_MS
+from client_tui.core.epochs import DAY_MS
 from shared import envelope
 from shared.b64 import b64u_encode
 from shared.errors import NotARecipient
 from tests.helpers.clients import Recorder, barrier, messages_of
 from tests.helpers.config import FAST_KDF, PASSWORD, passphrase
-
-GRACE_MS = 48 * HOUR_MS
-
-
-class Clock:
-    """A wall clock the test moves (ms since the Unix epoch), starting at the real time."""
-
-    def __init__(self) -> None:
-        self.now = keystore.now_ms()
-
-    def __call__(self) -> int:
-        return self.now
+from tests.helpers.keyschedule import GRACE_MS, Clock, outstanding_is, retired_past_its_grace
 
 
 def captured(relay, seq: int) -> bytes:
@@ -41,25 +30,6 @@ def captured(relay, seq: int) -> bytes:
         return bytes(db.execute("SELECT envelope FROM messages WHERE seq = ?", (seq,)).fetchone()[0])
     finally:
         db.close()
-
-
-async def outstanding_is(client: ChatClient, kid: str, n: int, timeout: float = 15) -> None:
-    """Wait until the relay counts ``n`` unacknowledged envelopes of ``client`` sealed to ``kid``
-    (an ack travels on the websocket and is written by the relay after it)."""
-    async with asyncio.timeout(timeout):
-        while (await client.epochs.outstanding([kid]))[kid] != n:
-            await asyncio.sleep(0.02)
-
-
-async def retired_past_its_grace(world):
-    """bob (not connected, an injected clock) after one rotation, his first key past its grace."""
-    relay = world.relay()
-    clock = Clock()
-    bob = await world.client(relay, "bob", wall_clock=clock, connect=False)
-    old = bob.identity
-    await bob.rotate_keys()
-    clock.now += GRACE_MS
-    return relay, clock, bob, old
 
 
 def private_forms(identity) -> list[str]:
